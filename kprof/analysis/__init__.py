@@ -1,0 +1,1 @@
+"""Analyses: functions from normalized tables to result tables (no GPU, no torch)."""

@@ -1,0 +1,181 @@
+"""Per-kernel, per-step and per-annotation tables of one ingested trace (one rank).
+
+Definitions (documented in docs/trace.md):
+* busy: the union of all device activity intervals (kernels, copies, memsets) over all streams,
+  per device, summed over devices; overlapping work is counted once.
+* step span: first activity start to last activity end among the step's activities.
+* idle: span − busy. The first step is marked warm-up; the steady-state line is the median of the
+  other steps.
+* annotation gpu_us: device time of every activity inside a range instance (nested ranges
+  included), summed over instances; self_us counts only activities whose innermost range it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kprof.intervals import union_length
+from kprof.trace import Trace
+
+NS_PER_US = 1000.0
+STEP_COLUMNS = ["step", "warmup", "span_us", "busy_us", "kernels", "kernel_us", "idle_us"]
+KERNEL_COLUMNS = ["kind", "name", "short_name", "calls", "total_us", "mean_us", "median_us", "p10_us",
+                  "p90_us", "min_us", "max_us", "std_us", "pct_busy"]
+ANNOTATION_COLUMNS = ["name", "calls", "gpu_us", "self_us", "kernels"]
+
+
+@dataclass
+class TraceTables:
+    """Everything `kprof trace` reports for one rank."""
+
+    rank: int
+    kernels: pd.DataFrame
+    steps: pd.DataFrame
+    steady: dict[str, float] | None
+    annotations: pd.DataFrame
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def busy_ns(events: pd.DataFrame) -> int:
+    """Union of activity intervals per device, summed over devices."""
+    total = 0
+    for _, g in events.groupby("device", sort=False):
+        total += union_length(g["start_ns"].to_numpy("int64"), g["end_ns"].to_numpy("int64"))
+    return total
+
+
+def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:
+    if name_filter is not None:
+        events = events[events["name"].map(lambda n: name_filter.search(n) is not None).to_numpy(bool)]
+    if len(events) == 0:
+        return pd.DataFrame(columns=KERNEL_COLUMNS)
+    us = events["dur_ns"].to_numpy("int64") / NS_PER_US
+    frame = pd.DataFrame({"kind": events["kind"].to_numpy(object), "name": events["name"].to_numpy(object),
+                          "short_name": events["short_name"].to_numpy(object), "us": us})
+    g = frame.groupby(["kind", "name"], sort=False)["us"]
+    table = pd.DataFrame({
+        "short_name": frame.groupby(["kind", "name"], sort=False)["short_name"].first(),
+        "calls": g.size(),
+        "total_us": g.sum(),
+        "mean_us": g.mean(),
+        "median_us": g.median(),
+        "p10_us": g.quantile(0.10),
+        "p90_us": g.quantile(0.90),
+        "min_us": g.min(),
+        "max_us": g.max(),
+        "std_us": g.std(ddof=1).fillna(0.0),
+    }).reset_index()
+    table["pct_busy"] = 100.0 * table["total_us"] / (busy / NS_PER_US) if busy else np.nan
+    table = table.sort_values(["total_us", "name"], ascending=[False, True], kind="stable")
+    return table[KERNEL_COLUMNS].reset_index(drop=True)
+
+
+def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    stepped = events[events["step"].notna()]
+    if len(stepped) == 0:
+        return pd.DataFrame(columns=STEP_COLUMNS), None
+    rows = []
+    for step, g in stepped.groupby("step", sort=True):
+        span = int(g["end_ns"].max() - g["start_ns"].min())
+        busy = busy_ns(g)
+        is_kernel = (g["kind"] == "kernel").to_numpy(bool)
+        rows.append({
+            "step": int(step),
+            "span_us": span / NS_PER_US,
+            "busy_us": busy / NS_PER_US,
+            "kernels": int(is_kernel.sum()),
+            "kernel_us": g["dur_ns"].to_numpy("int64")[is_kernel].sum() / NS_PER_US,
+            "idle_us": (span - busy) / NS_PER_US,
+        })
+    table = pd.DataFrame(rows)
+    table.insert(1, "warmup", table.index == 0)
+    rest = table[~table["warmup"]]
+    steady = None
+    if len(rest):
+        steady = {c: float(rest[c].median()) for c in ("span_us", "busy_us", "kernels", "kernel_us", "idle_us")}
+        steady["steps"] = len(rest)
+    return table[STEP_COLUMNS], steady
+
+
+def _inclusive(points: np.ndarray, weights: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sum of the weights of the points inside each [start, end]: sorted points + prefix sums."""
+    order = np.argsort(points, kind="stable")
+    p = points[order]
+    csum = np.concatenate([[0], np.cumsum(weights[order])])
+    lo = np.searchsorted(p, starts, side="left")
+    hi = np.searchsorted(p, ends, side="right")
+    return csum[hi] - csum[lo]
+
+
+def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFrame:
+    r, k = trace.ranges, trace.kernels
+    if len(r) == 0 or len(k) == 0:
+        return pd.DataFrame(columns=ANNOTATION_COLUMNS)
+    r = r[~r["name"].map(lambda n: step_pattern.search(n) is not None).to_numpy(bool)]
+    # Kineto writes each record_function twice (CPU and GPU); count the GPU copy where it exists.
+    gpu_names = set(r.loc[r["domain"] == "gpu", "name"])
+    r = r[(r["domain"] == "gpu") | ~r["name"].isin(gpu_names)]
+    starts_k = k["start_ns"].to_numpy("int64")
+    launch = k["launch_ns"]
+    points_cpu = np.where(launch.notna().to_numpy(bool), launch.fillna(0).to_numpy("int64"), starts_k)
+    tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
+    device = k["device"].to_numpy("int64")
+    dur = k["dur_ns"].to_numpy("int64")
+    is_kernel = (k["kind"] == "kernel").to_numpy(np.int64)
+    gpu_ns = np.zeros(len(r), dtype=np.int64)
+    count = np.zeros(len(r), dtype=np.int64)
+    for (domain, key), sub in r.groupby(
+        [r["domain"], np.where(r["domain"] == "gpu", r["device"], r["tid"])], sort=False
+    ):
+        sel = (device == key) if domain == "gpu" else (tids == key)
+        pts = starts_k[sel] if domain == "gpu" else points_cpu[sel]
+        pos = r.index.get_indexer(sub.index)
+        s, e = sub["start_ns"].to_numpy("int64"), sub["end_ns"].to_numpy("int64")
+        gpu_ns[pos] = _inclusive(pts, dur[sel], s, e)
+        count[pos] = _inclusive(pts, is_kernel[sel], s, e)
+    frame = pd.DataFrame({"name": r["name"].to_numpy(object), "gpu_ns": gpu_ns, "kernels": count})
+    g = frame.groupby("name", sort=False)
+    table = pd.DataFrame({"calls": g.size(), "gpu_us": g["gpu_ns"].sum() / NS_PER_US,
+                          "kernels": g["kernels"].sum()}).reset_index()
+    own = k.groupby("annotation", sort=False)["dur_ns"].sum() / NS_PER_US
+    table["self_us"] = table["name"].map(own).fillna(0.0).astype(float)
+    table = table.sort_values(["gpu_us", "name"], ascending=[False, True], kind="stable")
+    return table[ANNOTATION_COLUMNS].reset_index(drop=True)
+
+
+def trace_tables(trace: Trace, step_pattern: re.Pattern[str], name_filter: re.Pattern[str] | None = None
+                 ) -> TraceTables:
+    k = trace.kernels
+    busy = busy_ns(k) if len(k) else 0
+    is_kernel = (k["kind"] == "kernel").to_numpy(bool)
+    steps, steady = step_table(k)
+    span = int(k["end_ns"].max() - k["start_ns"].min()) if len(k) else 0
+    summary = {
+        "format": trace.meta.get("format"),
+        "file": trace.meta.get("file"),
+        "rank": trace.meta.get("rank"),
+        "clock": trace.meta.get("clock"),
+        "devices": sorted(int(d) for d in pd.unique(k["device"])) if len(k) else [],
+        "kernels": int(is_kernel.sum()),
+        "activities": len(k),
+        "kernel_total_us": float(k["dur_ns"].to_numpy("int64")[is_kernel].sum() / NS_PER_US),
+        "busy_us": busy / NS_PER_US,
+        "span_us": span / NS_PER_US,
+        "steps": len(steps),
+        "step_source": trace.meta.get("step_source"),
+    }
+    return TraceTables(
+        rank=int(trace.meta.get("rank", 0)),
+        kernels=kernel_table(k, busy, name_filter),
+        steps=steps,
+        steady=steady,
+        annotations=annotation_table(trace, step_pattern),
+        summary=summary,
+        warnings=list(trace.warnings),
+    )

@@ -1,0 +1,1 @@
+"""One library function per command: returns data that tests check without a terminal."""

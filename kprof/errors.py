@@ -1,0 +1,14 @@
+"""Errors a user can fix: the CLI prints them as one line and exits with code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KprofInputError(Exception):
+    """Bad input (a file or an argument): names what is wrong and where, never a traceback."""
+
+    def __init__(self, where: str | Path, problem: str):
+        self.where = str(where)
+        self.problem = problem
+        super().__init__(f"{self.where}: {problem}")

@@ -1,0 +1,96 @@
+"""RPD (ROCm/rocmProfileData) SQLite traces: ``rocpd_op`` GPU ops, ``rocpd_api`` host calls.
+
+An older schema than rocprofv3's rocpd (same ``rocpd_`` prefix, different tables). GPU ops link to
+their launching API call through ``rocpd_api_ops``; ``UserMarker`` API rows are roctx ranges whose
+name is in their args string.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kprof.ingest.names import demangle_all, short_name
+from kprof.trace import Trace, kernel_table, range_table
+
+CLOCK = "roctracer ns (not Unix epoch)"
+WORK_ITEM_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
+
+OPS = """
+SELECT o.id, o.gpuId AS device, o.queueId AS stream, o.start, o."end",
+       d.string AS description, t.string AS op_type,
+       a.start AS launch_ns, a.tid AS launch_tid, n.string AS api_name,
+       k.gridX, k.gridY, k.gridZ, k.workgroupX, k.workgroupY, k.workgroupZ, k.groupSegmentSize,
+       kn.string AS kernel_name
+FROM rocpd_op o
+JOIN rocpd_string d ON d.id = o.description_id
+JOIN rocpd_string t ON t.id = o.opType_id
+LEFT JOIN rocpd_api_ops ao ON ao.op_id = o.id
+LEFT JOIN rocpd_api a ON a.id = ao.api_id
+LEFT JOIN rocpd_string n ON n.id = a.apiName_id
+LEFT JOIN rocpd_kernelapi k ON k.api_ptr_id = ao.api_id
+LEFT JOIN rocpd_string kn ON kn.id = k.kernelName_id
+"""
+
+MARKERS = """
+SELECT s.string AS name, a.start, a."end", a.pid, a.tid
+FROM rocpd_api a JOIN rocpd_string n ON n.id = a.apiName_id JOIN rocpd_string s ON s.id = a.args_id
+WHERE n.string = 'UserMarker' AND a."end" > a.start
+"""
+
+
+def is_rpd(con: sqlite3.Connection) -> bool:
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    return {"rocpd_op", "rocpd_api", "rocpd_string"} <= names
+
+
+def _kind(op_type: str) -> str | None:
+    t = op_type.lower()
+    if "copy" in t:
+        return "memcpy"
+    if "fill" in t or "memset" in t:
+        return "memset"
+    if "kernel" in t or t == "task":
+        return "kernel"
+    return None
+
+
+def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
+    ops = pd.read_sql_query(OPS, con).drop_duplicates("id")
+    ops["kind"] = ops["op_type"].map(_kind)
+    skipped = int(ops["kind"].isna().sum())
+    ops = ops[ops["kind"].notna()].reset_index(drop=True)
+    raw_name = ops["kernel_name"].where(ops["kernel_name"].notna() & (ops["kernel_name"] != ""), ops["description"])
+    raw_name = raw_name.where(raw_name != "", ops["op_type"])
+    names = demangle_all(raw_name)
+    full = raw_name.map(lambda n: names.get(n, n))
+    is_kernel = ops["kind"] == "kernel"
+    work_items = ops["api_name"].isin(WORK_ITEM_LAUNCHES)
+    cols: dict[str, Any] = {
+        "rank": [rank] * len(ops), "device": ops["device"], "stream": ops["stream"], "start_ns": ops["start"],
+        "end_ns": ops["end"], "dur_ns": (ops["end"] - ops["start"]).clip(lower=0), "name": full,
+        "short_name": full.where(~is_kernel, full.map(short_name)), "kind": ops["kind"],
+        "shared_mem_bytes": ops["groupSegmentSize"].astype("Int64"),
+        "launch_ns": ops["launch_ns"].astype("Int64"), "launch_tid": ops["launch_tid"].astype("Int64"),
+    }
+    for axis in "XYZ":
+        block = ops[f"workgroup{axis}"].astype("Int64")
+        grid = ops[f"grid{axis}"].astype("Int64")
+        cols[f"block_{axis.lower()}"] = block
+        cols[f"grid_{axis.lower()}"] = grid.where(~work_items, -((-grid) // block.replace(0, pd.NA)))
+    markers = pd.read_sql_query(MARKERS, con)
+    ranges = {"name": markers["name"], "start_ns": markers["start"], "end_ns": markers["end"],
+              "domain": ["cpu"] * len(markers), "device": [-1] * len(markers), "pid": markers["pid"],
+              "tid": markers["tid"]}
+    meta_rows = dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()) if _has(con, "rocpd_metadata") else {}
+    warnings = [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
+    meta = {"file": str(path), "format": "rpd", "rank": rank, "rank_source": "argument order", "clock": CLOCK,
+            "rpd_schema_version": meta_rows.get("schema_version")}
+    return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
+
+
+def _has(con: sqlite3.Connection, table: str) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None

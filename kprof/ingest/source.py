@@ -1,0 +1,86 @@
+"""Opening trace files: plain or gzipped, with one-line errors for what cannot be read."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from kprof.errors import KprofInputError
+
+GZIP_MAGIC = b"\x1f\x8b"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SNIFF_BYTES = 1 << 16
+
+
+def check_file(path: Path) -> None:
+    """Fail with one line when ``path`` is not a readable, non-empty file."""
+    if not path.exists():
+        raise KprofInputError(path, "no such file")
+    if path.is_dir():
+        raise KprofInputError(path, "is a directory, not a trace file")
+    if path.stat().st_size == 0:
+        raise KprofInputError(path, "empty file")
+
+
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+@contextmanager
+def open_binary(path: Path) -> Iterator[BinaryIO]:
+    """Open ``path`` for streaming reads, decompressing gzip transparently."""
+    check_file(path)
+    if is_gzip(path):
+        with gzip.open(path, "rb") as f:
+            yield f  # type: ignore[misc]
+    else:
+        with path.open("rb") as f:
+            yield f
+
+
+def read_chunks(stream: BinaryIO, path: Path, size: int) -> Iterator[bytes]:
+    """Yield ``size``-byte chunks; a damaged gzip stream becomes a one-line input error."""
+    while True:
+        try:
+            chunk = stream.read(size)
+        except EOFError as e:
+            raise KprofInputError(path, "gzip stream ends early (truncated file)") from e
+        except (OSError, zlib.error) as e:
+            raise KprofInputError(path, f"gzip data is damaged ({e})") from e
+        if not chunk:
+            return
+        yield chunk
+
+
+def head(path: Path) -> bytes:
+    """The first bytes of the (decompressed) file, for format detection."""
+    with open_binary(path) as f:
+        return next(read_chunks(f, path, SNIFF_BYTES), b"")
+
+
+@contextmanager
+def local_sqlite(path: Path) -> Iterator[Path]:
+    """A path to a plain SQLite file: ``path`` itself, or a temporary copy when it is gzipped."""
+    if not is_gzip(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
+        target = Path(tmp) / (path.stem or "trace.db")
+        with open_binary(path) as src, target.open("wb") as dst:
+            for chunk in read_chunks(src, path, 1 << 22):
+                dst.write(chunk)
+        yield target
+
+
+def text_stream(path: Path) -> io.TextIOBase:
+    """A UTF-8 text view of the (decompressed) file, failing on bytes that are not UTF-8."""
+    check_file(path)
+    raw = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")

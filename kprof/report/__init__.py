@@ -1,0 +1,1 @@
+"""Reports: read result tables, never compute them."""
