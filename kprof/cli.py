@@ -44,8 +44,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """kprof: where device time goes, whether B beats A, and which change bought it."""
 
@@ -61,28 +62,43 @@ def _regex(pattern: str | None, option: str) -> re.Pattern[str] | None:
 
 @app.command()
 def trace(
-    files: Annotated[list[Path], typer.Argument(help="Trace files: Kineto JSON(.gz), rocprofv3 CSV/JSON/rocpd, RPD. "
-                                                     "Several files are the ranks of one job.")],
-    steps: Annotated[str | None, typer.Option(help="Regex for step ranges (default: ProfilerStep#N), "
-                                                   "e.g. 'step\\[DECODE'.")] = None,
-    kernels: Annotated[str | None, typer.Option("--kernels", help="Only kernels whose name matches this regex "
-                                                                  "(per-kernel table).")] = None,
-    fmt: Annotated[TraceFormat, typer.Option("--format", help="table, md (for a PR), csv (per-kernel), json.")]
-    = TraceFormat.table,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Trace files: Kineto JSON(.gz), rocprofv3 CSV/JSON/rocpd, RPD. Several files are the ranks of one job."
+        ),
+    ],
+    steps: Annotated[
+        str | None,
+        typer.Option(help="Regex for step ranges (default: ProfilerStep#N), e.g. 'step\\[DECODE'."),
+    ] = None,
+    kernels: Annotated[
+        str | None,
+        typer.Option("--kernels", help="Only kernels whose name matches this regex (per-kernel table)."),
+    ] = None,
+    fmt: Annotated[
+        TraceFormat, typer.Option("--format", help="table, md (for a PR), csv (per-kernel), json.")
+    ] = TraceFormat.table,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 20,
-    save: Annotated[Path | None, typer.Option(help="Write the normalized kernel-event table and the result "
-                                                   "tables as parquet into this folder.")] = None,
-    recover: Annotated[bool | None, typer.Option("--recover/--no-recover",
-                                                 help="Keep every complete event of a truncated trace "
-                                                      "(default: only for Kineto's unfinished .tmp files).")]
-    = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Write the normalized kernel-event table and the result tables as parquet into this folder."),
+    ] = None,
+    recover: Annotated[
+        bool | None,
+        typer.Option(
+            "--recover/--no-recover",
+            help="Keep every complete event of a truncated trace (default: only for Kineto's unfinished .tmp files).",
+        ),
+    ] = None,
 ) -> None:
     """Per-kernel, per-step and per-annotation device time of one or more traces."""
     from kprof.commands.trace import run_trace
 
     try:
-        result = run_trace(files, step_pattern=steps, kernel_filter=_regex(kernels, "--kernels"),
-                           recover=recover, save=save)
+        result = run_trace(
+            files, step_pattern=steps, kernel_filter=_regex(kernels, "--kernels"), recover=recover, save=save
+        )
     except KprofInputError as e:
         _fail(str(e))
         return

@@ -82,7 +82,8 @@ class GqaDecodeStack(torch.nn.Module):
         for i, (qkv, out, up, down) in enumerate(zip(self.qkv, self.out, self.up, self.down)):
             h = self.norm[2 * i](x)
             q, k, v = qkv(h).split(
-                [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1
+                [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim],
+                dim=-1,
             )
             q = q.view(b, self.heads, 1, self.head_dim)
             self.k_cache[i].index_copy_(2, pos, k.view(b, self.kv_heads, 1, self.head_dim))

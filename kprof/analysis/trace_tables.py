@@ -24,8 +24,21 @@ from kprof.trace import Trace
 
 NS_PER_US = 1000.0
 STEP_COLUMNS = ["step", "warmup", "span_us", "busy_us", "kernels", "kernel_us", "idle_us"]
-KERNEL_COLUMNS = ["kind", "name", "short_name", "calls", "total_us", "mean_us", "median_us", "p10_us",
-                  "p90_us", "min_us", "max_us", "std_us", "pct_busy"]
+KERNEL_COLUMNS = [
+    "kind",
+    "name",
+    "short_name",
+    "calls",
+    "total_us",
+    "mean_us",
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "min_us",
+    "max_us",
+    "std_us",
+    "pct_busy",
+]
 ANNOTATION_COLUMNS = ["name", "calls", "gpu_us", "self_us", "kernels"]
 
 
@@ -56,21 +69,29 @@ def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] |
     if len(events) == 0:
         return pd.DataFrame(columns=KERNEL_COLUMNS)
     us = events["dur_ns"].to_numpy("int64") / NS_PER_US
-    frame = pd.DataFrame({"kind": events["kind"].to_numpy(object), "name": events["name"].to_numpy(object),
-                          "short_name": events["short_name"].to_numpy(object), "us": us})
+    frame = pd.DataFrame(
+        {
+            "kind": events["kind"].to_numpy(object),
+            "name": events["name"].to_numpy(object),
+            "short_name": events["short_name"].to_numpy(object),
+            "us": us,
+        }
+    )
     g = frame.groupby(["kind", "name"], sort=False)["us"]
-    table = pd.DataFrame({
-        "short_name": frame.groupby(["kind", "name"], sort=False)["short_name"].first(),
-        "calls": g.size(),
-        "total_us": g.sum(),
-        "mean_us": g.mean(),
-        "median_us": g.median(),
-        "p10_us": g.quantile(0.10),
-        "p90_us": g.quantile(0.90),
-        "min_us": g.min(),
-        "max_us": g.max(),
-        "std_us": g.std(ddof=1).fillna(0.0),
-    }).reset_index()
+    table = pd.DataFrame(
+        {
+            "short_name": frame.groupby(["kind", "name"], sort=False)["short_name"].first(),
+            "calls": g.size(),
+            "total_us": g.sum(),
+            "mean_us": g.mean(),
+            "median_us": g.median(),
+            "p10_us": g.quantile(0.10),
+            "p90_us": g.quantile(0.90),
+            "min_us": g.min(),
+            "max_us": g.max(),
+            "std_us": g.std(ddof=1).fillna(0.0),
+        }
+    ).reset_index()
     table["pct_busy"] = 100.0 * table["total_us"] / (busy / NS_PER_US) if busy else np.nan
     table = table.sort_values(["total_us", "name"], ascending=[False, True], kind="stable")
     return table[KERNEL_COLUMNS].reset_index(drop=True)
@@ -85,14 +106,16 @@ def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | N
         span = int(g["end_ns"].max() - g["start_ns"].min())
         busy = busy_ns(g)
         is_kernel = (g["kind"] == "kernel").to_numpy(bool)
-        rows.append({
-            "step": int(step),
-            "span_us": span / NS_PER_US,
-            "busy_us": busy / NS_PER_US,
-            "kernels": int(is_kernel.sum()),
-            "kernel_us": g["dur_ns"].to_numpy("int64")[is_kernel].sum() / NS_PER_US,
-            "idle_us": (span - busy) / NS_PER_US,
-        })
+        rows.append(
+            {
+                "step": int(step),
+                "span_us": span / NS_PER_US,
+                "busy_us": busy / NS_PER_US,
+                "kernels": int(is_kernel.sum()),
+                "kernel_us": g["dur_ns"].to_numpy("int64")[is_kernel].sum() / NS_PER_US,
+                "idle_us": (span - busy) / NS_PER_US,
+            }
+        )
     table = pd.DataFrame(rows)
     table.insert(1, "warmup", table.index == 0)
     rest = table[~table["warmup"]]
@@ -141,16 +164,18 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
         count[pos] = _inclusive(pts, is_kernel[sel], s, e)
     frame = pd.DataFrame({"name": r["name"].to_numpy(object), "gpu_ns": gpu_ns, "kernels": count})
     g = frame.groupby("name", sort=False)
-    table = pd.DataFrame({"calls": g.size(), "gpu_us": g["gpu_ns"].sum() / NS_PER_US,
-                          "kernels": g["kernels"].sum()}).reset_index()
+    table = pd.DataFrame(
+        {"calls": g.size(), "gpu_us": g["gpu_ns"].sum() / NS_PER_US, "kernels": g["kernels"].sum()}
+    ).reset_index()
     own = k.groupby("annotation", sort=False)["dur_ns"].sum() / NS_PER_US
     table["self_us"] = table["name"].map(own).fillna(0.0).astype(float)
     table = table.sort_values(["gpu_us", "name"], ascending=[False, True], kind="stable")
     return table[ANNOTATION_COLUMNS].reset_index(drop=True)
 
 
-def trace_tables(trace: Trace, step_pattern: re.Pattern[str], name_filter: re.Pattern[str] | None = None
-                 ) -> TraceTables:
+def trace_tables(
+    trace: Trace, step_pattern: re.Pattern[str], name_filter: re.Pattern[str] | None = None
+) -> TraceTables:
     k = trace.kernels
     busy = busy_ns(k) if len(k) else 0
     is_kernel = (k["kind"] == "kernel").to_numpy(bool)

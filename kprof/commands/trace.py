@@ -22,8 +22,13 @@ class TraceResult:
     saved: list[Path] = field(default_factory=list)
 
 
-def run_trace(files: list[Path], step_pattern: str | None = None, kernel_filter: re.Pattern[str] | None = None,
-              recover: bool | None = None, save: Path | None = None) -> TraceResult:
+def run_trace(
+    files: list[Path],
+    step_pattern: str | None = None,
+    kernel_filter: re.Pattern[str] | None = None,
+    recover: bool | None = None,
+    save: Path | None = None,
+) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
     traces = load_traces(files, recover=recover, step_pattern=step_pattern)
     tables = [trace_tables(t, pattern, kernel_filter) for t in traces]
@@ -36,7 +41,12 @@ def run_trace(files: list[Path], step_pattern: str | None = None, kernel_filter:
             "steps": pd.concat([t.steps.assign(rank=t.rank) for t in tables], ignore_index=True),
             "annotations": pd.concat([t.annotations.assign(rank=t.rank) for t in tables], ignore_index=True),
         }
-        meta = {"command": "trace", "files": [str(f) for f in files], "step_pattern": pattern.pattern,
-                "traces": [t.meta for t in traces], "warnings": [w for t in traces for w in t.warnings]}
+        meta = {
+            "command": "trace",
+            "files": [str(f) for f in files],
+            "step_pattern": pattern.pattern,
+            "traces": [t.meta for t in traces],
+            "warnings": [w for t in traces for w in t.warnings],
+        }
         result.saved = save_frames(save, frames, meta)
     return result

@@ -44,8 +44,9 @@ def _load_sqlite(path: Path, rank: int) -> Trace:
     raise KprofInputError(path, "SQLite database is neither a rocprofv3 rocpd file nor an RPD trace")
 
 
-def load_trace(path: Path, rank: int | None = None, recover: bool | None = None,
-               step_pattern: str | None = None) -> Trace:
+def load_trace(
+    path: Path, rank: int | None = None, recover: bool | None = None, step_pattern: str | None = None
+) -> Trace:
     """Read any supported trace and attribute its kernels to steps and annotations.
 
     ``rank`` overrides the rank; when None, the file's own rank is used where it has one, else 0.

@@ -40,13 +40,15 @@ def _step_numbers(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
 def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Launch time where known, else the kernel's own start; and whether it was a launch time."""
     has_launch = kernels["launch_ns"].notna().to_numpy()
-    points = np.where(has_launch, kernels["launch_ns"].fillna(0).to_numpy("int64"),
-                      kernels["start_ns"].to_numpy("int64"))
+    points = np.where(
+        has_launch, kernels["launch_ns"].fillna(0).to_numpy("int64"), kernels["start_ns"].to_numpy("int64")
+    )
     return points, has_launch
 
 
-def _assign(points: np.ndarray, groups_k: np.ndarray, ranges: pd.DataFrame, group_col: str | None,
-            out: np.ndarray) -> None:
+def _assign(
+    points: np.ndarray, groups_k: np.ndarray, ranges: pd.DataFrame, group_col: str | None, out: np.ndarray
+) -> None:
     """For each group (device or thread), give each point the value of its innermost range."""
     keys = [None] if group_col is None else pd.unique(ranges[group_col])
     for key in keys:
@@ -85,14 +87,16 @@ def attribute(trace: Trace, step_pattern: str | None = None) -> Trace:
     elif len(cpu_steps):
         _assign(points, device, cpu_steps, None, step_idx)
         chosen = cpu_steps
-        source = "CPU step range holding the launch" if has_launch.all() else (
-            "CPU step range holding the launch (kernel start time where the launch is unknown)")
+        source = (
+            "CPU step range holding the launch"
+            if has_launch.all()
+            else ("CPU step range holding the launch (kernel start time where the launch is unknown)")
+        )
     else:
         chosen, source = steps, "none"
     if len(chosen):
         numbers = _step_numbers(chosen["name"], pattern)
-        trace.kernels["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0),
-                                         dtype="Int64")
+        trace.kernels["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
         trace.kernels.loc[step_idx < 0, "step"] = pd.NA
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern

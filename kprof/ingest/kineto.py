@@ -28,8 +28,13 @@ _NULL = msgspec.Raw(b"null")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = b'"traceEvents"'
 
-GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "memcpy": "memcpy",
-                  "memset": "memset"}
+GPU_CATEGORIES = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memcpy": "memcpy",
+    "memset": "memset",
+}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 CPU_RANGE_CATEGORIES = {"user_annotation"}
 GPU_RANGE_CATEGORIES = {"gpu_user_annotation"}
@@ -128,7 +133,12 @@ class _Collector:
             elif cat in launch_cats or cat.lower() in launch_cats:
                 args = self._args(e, _decode_launch_args)
                 if args is not None and args.correlation is not None and e.ts is not None:
-                    self.launches[args.correlation] = (e.ts, _as_int(e.tid, self.string_ids), e.name, args.shared)
+                    self.launches[args.correlation] = (
+                        e.ts,
+                        _as_int(e.tid, self.string_ids),
+                        e.name,
+                        args.shared,
+                    )
             elif cat in GPU_RANGE_CATEGORIES or cat in CPU_RANGE_CATEGORIES or e.name.startswith("ProfilerStep#"):
                 if e.ts is None or e.dur is None:
                     self.skipped += 1
@@ -241,7 +251,8 @@ def _finish(path: Path, collector: _Collector, text: bytes, array_form: bool, re
         if not recover:
             if truncated:
                 raise KprofInputError(
-                    path, "JSON ends before the trace is complete (truncated); --recover keeps every complete event"
+                    path,
+                    "JSON ends before the trace is complete (truncated); --recover keeps every complete event",
                 ) from None
             raise _SplitFailed(str(err)) from None
     closing = b"]" if array_form else b"]}"
@@ -303,10 +314,30 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
         return ns + base if base is not None else ns
 
     names = demangle_all(row[1] for row in c.gpu)
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "device", "stream", "start_ns", "end_ns", "dur_ns", "name", "short_name", "kind", "correlation",
-        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers", "shared_mem_bytes",
-        "launch_ns", "launch_tid")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "device",
+            "stream",
+            "start_ns",
+            "end_ns",
+            "dur_ns",
+            "name",
+            "short_name",
+            "kind",
+            "correlation",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "block_x",
+            "block_y",
+            "block_z",
+            "registers",
+            "shared_mem_bytes",
+            "launch_ns",
+            "launch_tid",
+        )
+    }
     for kind, name, pid, tid, ts, dur, args in c.gpu:
         args = args or _GpuArgs()
         start = to_abs(ts)

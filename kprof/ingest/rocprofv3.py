@@ -142,15 +142,27 @@ def load_csv(path: Path, rank: int) -> Trace:
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
         api = _read_csv(hip)
-        launch = dict(zip(_ints(_column(api, "correlation"), hip, "Correlation_Id", True),
-                          _ints(_column(api, "start"), hip, "Start_Timestamp", True)))
+        launch = dict(
+            zip(
+                _ints(_column(api, "correlation"), hip, "Correlation_Id", True),
+                _ints(_column(api, "start"), hip, "Start_Timestamp", True),
+            )
+        )
         cols["launch_ns"] = cols["correlation"].map(launch).astype("Int64")
     ranges = _marker_ranges(_sibling(path, "marker_api_trace.csv"))
     if len(ranges["name"]) and hip is None:
-        warnings.append("no hip_api_trace.csv beside the kernel trace: kernels are matched to marker ranges "
-                        "by their GPU start time and launching thread")
-    meta = {"file": str(path), "format": "rocprofv3-csv", "rank": rank, "rank_source": "argument order",
-            "clock": CLOCK, "columns": list(frame.columns)}
+        warnings.append(
+            "no hip_api_trace.csv beside the kernel trace: kernels are matched to marker ranges "
+            "by their GPU start time and launching thread"
+        )
+    meta = {
+        "file": str(path),
+        "format": "rocprofv3-csv",
+        "rank": rank,
+        "rank_source": "argument order",
+        "clock": CLOCK,
+        "columns": list(frame.columns),
+    }
     return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 
@@ -253,13 +265,32 @@ def load_json(path: Path, rank: int) -> Trace:
         raise KprofInputError(path, f"unexpected rocprofv3 JSON field: {e}") from None
     except msgspec.DecodeError as e:
         raise KprofInputError(path, f"malformed JSON: {e}") from None
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "device", "stream", "start_ns", "end_ns", "dur_ns", "name", "correlation", "grid_x", "grid_y", "grid_z",
-        "block_x", "block_y", "block_z", "registers", "shared_mem_bytes", "launch_tid")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "device",
+            "stream",
+            "start_ns",
+            "end_ns",
+            "dur_ns",
+            "name",
+            "correlation",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "block_x",
+            "block_y",
+            "block_z",
+            "registers",
+            "shared_mem_bytes",
+            "launch_tid",
+        )
+    }
     for proc in doc.processes:
         symbols = {s.kernel_id: s for s in proc.kernel_symbols}
-        gpu_of = {a.id.handle: (a.gpu_index if a.gpu_index is not None else a.logical_node_id or 0)
-                  for a in proc.agents}
+        gpu_of = {
+            a.id.handle: (a.gpu_index if a.gpu_index is not None else a.logical_node_id or 0) for a in proc.agents
+        }
         for d in proc.buffer_records.kernel_dispatch:
             info = d.dispatch_info
             sym = symbols.get(info.kernel_id)
@@ -286,8 +317,14 @@ def load_json(path: Path, rank: int) -> Trace:
     table["short_name"] = [short_name(n) for n in cols["name"]]
     table["kind"] = ["kernel"] * len(cols["name"])
     table["rank"] = [rank] * len(cols["name"])
-    meta = {"file": str(path), "format": "rocprofv3-json", "rank": rank, "rank_source": "argument order",
-            "clock": CLOCK, "processes": len(doc.processes)}
+    meta = {
+        "file": str(path),
+        "format": "rocprofv3-json",
+        "rank": rank,
+        "rank_source": "argument order",
+        "clock": CLOCK,
+        "processes": len(doc.processes),
+    }
     warnings = []
     if any(p.buffer_records.marker_api for p in doc.processes):
         warnings.append("rocprofv3 JSON: marker ranges are not read yet (CSV and rocpd output give roctx ranges)")
@@ -314,21 +351,43 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     full = k["name"].astype(str).map(lambda n: names.get(n, n))
     device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
     cols: dict[str, Any] = {
-        "rank": [rank] * len(k), "device": device, "stream": k["queue_id"], "start_ns": k["start"],
-        "end_ns": k["end"], "dur_ns": (k["end"] - k["start"]).clip(lower=0), "name": full,
-        "short_name": full.map(short_name), "kind": ["kernel"] * len(k), "correlation": k["corr_id"],
-        "registers": k["vgpr_count"], "shared_mem_bytes": k["lds_size"], "launch_tid": k["tid"],
+        "rank": [rank] * len(k),
+        "device": device,
+        "stream": k["queue_id"],
+        "start_ns": k["start"],
+        "end_ns": k["end"],
+        "dur_ns": (k["end"] - k["start"]).clip(lower=0),
+        "name": full,
+        "short_name": full.map(short_name),
+        "kind": ["kernel"] * len(k),
+        "correlation": k["corr_id"],
+        "registers": k["vgpr_count"],
+        "shared_mem_bytes": k["lds_size"],
+        "launch_tid": k["tid"],
     }
     for axis in "xyz":
         cols[f"block_{axis}"] = k[f"workgroup_{axis}"]
         cols[f"grid_{axis}"] = _blocks(k[f"grid_{axis}"], k[f"workgroup_{axis}"])
     regions = pd.read_sql_query(
-        "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'", con)
+        "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'", con
+    )
     regions = regions[regions["end"] > regions["start"]]
-    ranges = {"name": regions["name"].tolist(), "start_ns": regions["start"].tolist(),
-              "end_ns": regions["end"].tolist(), "domain": ["cpu"] * len(regions), "device": [-1] * len(regions),
-              "pid": regions["pid"].tolist(), "tid": regions["tid"].tolist()}
+    ranges = {
+        "name": regions["name"].tolist(),
+        "start_ns": regions["start"].tolist(),
+        "end_ns": regions["end"].tolist(),
+        "domain": ["cpu"] * len(regions),
+        "device": [-1] * len(regions),
+        "pid": regions["pid"].tolist(),
+        "tid": regions["tid"].tolist(),
+    }
     version = dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()).get("schema_version")
-    meta = {"file": str(path), "format": "rocpd", "rank": rank, "rank_source": "argument order", "clock": CLOCK,
-            "rocpd_schema_version": version}
+    meta = {
+        "file": str(path),
+        "format": "rocpd",
+        "rank": rank,
+        "rank_source": "argument order",
+        "clock": CLOCK,
+        "rocpd_schema_version": version,
+    }
     return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta)

@@ -70,11 +70,18 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     is_kernel = ops["kind"] == "kernel"
     work_items = ops["api_name"].isin(WORK_ITEM_LAUNCHES)
     cols: dict[str, Any] = {
-        "rank": [rank] * len(ops), "device": ops["device"], "stream": ops["stream"], "start_ns": ops["start"],
-        "end_ns": ops["end"], "dur_ns": (ops["end"] - ops["start"]).clip(lower=0), "name": full,
-        "short_name": full.where(~is_kernel, full.map(short_name)), "kind": ops["kind"],
+        "rank": [rank] * len(ops),
+        "device": ops["device"],
+        "stream": ops["stream"],
+        "start_ns": ops["start"],
+        "end_ns": ops["end"],
+        "dur_ns": (ops["end"] - ops["start"]).clip(lower=0),
+        "name": full,
+        "short_name": full.where(~is_kernel, full.map(short_name)),
+        "kind": ops["kind"],
         "shared_mem_bytes": ops["groupSegmentSize"].astype("Int64"),
-        "launch_ns": ops["launch_ns"].astype("Int64"), "launch_tid": ops["launch_tid"].astype("Int64"),
+        "launch_ns": ops["launch_ns"].astype("Int64"),
+        "launch_tid": ops["launch_tid"].astype("Int64"),
     }
     for axis in "XYZ":
         block = ops[f"workgroup{axis}"].astype("Int64")
@@ -82,13 +89,29 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         cols[f"block_{axis.lower()}"] = block
         cols[f"grid_{axis.lower()}"] = grid.where(~work_items, -((-grid) // block.replace(0, pd.NA)))
     markers = pd.read_sql_query(MARKERS, con)
-    ranges = {"name": markers["name"], "start_ns": markers["start"], "end_ns": markers["end"],
-              "domain": ["cpu"] * len(markers), "device": [-1] * len(markers), "pid": markers["pid"],
-              "tid": markers["tid"]}
-    meta_rows = dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()) if _has(con, "rocpd_metadata") else {}
-    warnings = [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
-    meta = {"file": str(path), "format": "rpd", "rank": rank, "rank_source": "argument order", "clock": CLOCK,
-            "rpd_schema_version": meta_rows.get("schema_version")}
+    ranges = {
+        "name": markers["name"],
+        "start_ns": markers["start"],
+        "end_ns": markers["end"],
+        "domain": ["cpu"] * len(markers),
+        "device": [-1] * len(markers),
+        "pid": markers["pid"],
+        "tid": markers["tid"],
+    }
+    meta_rows = (
+        dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()) if _has(con, "rocpd_metadata") else {}
+    )
+    warnings = (
+        [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
+    )
+    meta = {
+        "file": str(path),
+        "format": "rpd",
+        "rank": rank,
+        "rank_source": "argument order",
+        "clock": CLOCK,
+        "rpd_schema_version": meta_rows.get("schema_version"),
+    }
     return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 

@@ -82,5 +82,5 @@ def local_sqlite(path: Path) -> Iterator[Path]:
 def text_stream(path: Path) -> io.TextIOBase:
     """A UTF-8 text view of the (decompressed) file, failing on bytes that are not UTF-8."""
     check_file(path)
-    raw = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")
+    raw = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # noqa: SIM115 - the wrapper owns it
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")

@@ -15,15 +15,50 @@ from kprof.analysis.trace_tables import TraceTables
 
 COMPACT_KERNEL_COLUMNS = {"short_name", "calls", "total_us", "mean_us", "median_us", "p90_us", "pct_busy"}
 WIDE_CONSOLE = 150
-KERNEL_VIEW = [("short_name", "kernel"), ("kind", "kind"), ("calls", "calls"), ("total_us", "total µs"),
-               ("mean_us", "mean"), ("median_us", "median"), ("p10_us", "p10"), ("p90_us", "p90"),
-               ("min_us", "min"), ("max_us", "max"), ("std_us", "std"), ("pct_busy", "% busy")]
-STEP_VIEW = [("step", "step"), ("span_us", "span µs"), ("busy_us", "GPU busy µs"), ("kernels", "kernels"),
-             ("kernel_us", "kernel µs"), ("idle_us", "idle µs")]
-ANNOTATION_VIEW = [("name", "annotation"), ("calls", "calls"), ("gpu_us", "GPU µs"), ("self_us", "self µs"),
-                   ("kernels", "kernels")]
-JSON_KERNEL_KEYS = ["name", "short_name", "kind", "calls", "total_us", "mean_us", "median_us", "p10_us",
-                    "p90_us", "min_us", "max_us", "std_us", "pct_busy"]
+KERNEL_VIEW = [
+    ("short_name", "kernel"),
+    ("kind", "kind"),
+    ("calls", "calls"),
+    ("total_us", "total µs"),
+    ("mean_us", "mean"),
+    ("median_us", "median"),
+    ("p10_us", "p10"),
+    ("p90_us", "p90"),
+    ("min_us", "min"),
+    ("max_us", "max"),
+    ("std_us", "std"),
+    ("pct_busy", "% busy"),
+]
+STEP_VIEW = [
+    ("step", "step"),
+    ("span_us", "span µs"),
+    ("busy_us", "GPU busy µs"),
+    ("kernels", "kernels"),
+    ("kernel_us", "kernel µs"),
+    ("idle_us", "idle µs"),
+]
+ANNOTATION_VIEW = [
+    ("name", "annotation"),
+    ("calls", "calls"),
+    ("gpu_us", "GPU µs"),
+    ("self_us", "self µs"),
+    ("kernels", "kernels"),
+]
+JSON_KERNEL_KEYS = [
+    "name",
+    "short_name",
+    "kind",
+    "calls",
+    "total_us",
+    "mean_us",
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "min_us",
+    "max_us",
+    "std_us",
+    "pct_busy",
+]
 
 
 def _fmt(value: Any) -> str:
@@ -45,21 +80,32 @@ def _steady_row(t: TraceTables) -> list[str] | None:
     if not t.steady:
         return None
     s = t.steady
-    return [f"steady (median of {s['steps']})", _fmt(s["span_us"]), _fmt(s["busy_us"]), f"{s['kernels']:g}",
-            _fmt(s["kernel_us"]), _fmt(s["idle_us"])]
+    return [
+        f"steady (median of {s['steps']})",
+        _fmt(s["span_us"]),
+        _fmt(s["busy_us"]),
+        f"{s['kernels']:g}",
+        _fmt(s["kernel_us"]),
+        _fmt(s["idle_us"]),
+    ]
 
 
 def _title(t: TraceTables) -> str:
     s = t.summary
-    return (f"rank {t.rank} · {s['file']} · {s['format']} · {s['kernels']} kernels · "
-            f"kernel {s['kernel_total_us']:,.1f} µs · GPU busy {s['busy_us']:,.1f} µs")
+    return (
+        f"rank {t.rank} · {s['file']} · {s['format']} · {s['kernels']} kernels · "
+        f"kernel {s['kernel_total_us']:,.1f} µs · GPU busy {s['busy_us']:,.1f} µs"
+    )
 
 
 def render_terminal(results: list[TraceTables], console: Console, top: int | None) -> None:
     for t in results:
         console.rule(f"[bold]{_title(t)}")
-        view = KERNEL_VIEW if console.width >= WIDE_CONSOLE else [
-            (c, h) for c, h in KERNEL_VIEW if c in COMPACT_KERNEL_COLUMNS]
+        view = (
+            KERNEL_VIEW
+            if console.width >= WIDE_CONSOLE
+            else [(c, h) for c, h in KERNEL_VIEW if c in COMPACT_KERNEL_COLUMNS]
+        )
         kt = Table(title="per kernel (µs per call)", title_justify="left")
         for c, h in view:
             if c == "short_name":
@@ -74,7 +120,7 @@ def render_terminal(results: list[TraceTables], console: Console, top: int | Non
             console.print(f"  … {len(t.kernels) - top} more kernels (--top to show more)")
         if len(t.steps):
             st = Table(title=f"per step (steps from: {t.summary['step_source']})", title_justify="left")
-            for c, h in STEP_VIEW:
+            for _, h in STEP_VIEW:
                 st.add_column(h, justify="right")
             for (_, row), cells in zip(t.steps.iterrows(), _rows(t.steps, STEP_VIEW, None)):
                 st.add_row(*cells, style="dim" if row["warmup"] else None)

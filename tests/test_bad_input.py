@@ -1,0 +1,85 @@
+"""Property-based: damaged real traces either load or fail with a KprofInputError, never anything else."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from conftest import GRAPH
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kprof.errors import KprofInputError
+from kprof.ingest import load_trace
+
+with gzip.open(GRAPH) as f:
+    RAW = f.read()
+DOC = json.loads(RAW)
+EVENTS = DOC["traceEvents"]
+FIELDS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args"]
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _check(path: Path) -> None:
+    try:
+        trace = load_trace(path)
+    except KprofInputError as e:
+        assert str(e).startswith(str(path)) and "\n" not in str(e)
+    else:
+        assert (trace.kernels["dur_ns"] >= 0).all()
+
+
+@SETTINGS
+@given(cut=st.integers(0, len(RAW) - 1))
+def test_truncated_anywhere(tmp_path_factory, cut: int) -> None:
+    path = tmp_path_factory.mktemp("cut") / "t.json"
+    path.write_bytes(RAW[:cut])
+    _check(path)
+
+
+@SETTINGS
+@given(pos=st.integers(0, len(RAW) - 1), data=st.binary(min_size=1, max_size=4))
+def test_bytes_overwritten(tmp_path_factory, pos: int, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("flip") / "t.json"
+    path.write_bytes(RAW[:pos] + data + RAW[pos + len(data) :])
+    _check(path)
+
+
+@SETTINGS
+@given(index=st.integers(0, len(EVENTS) - 1), field=st.sampled_from(FIELDS), value=ODD_VALUES, drop=st.booleans())
+def test_field_with_wrong_type_or_missing(tmp_path_factory, index: int, field: str, value, drop: bool) -> None:
+    events = [dict(e) for e in EVENTS]
+    if drop:
+        events[index].pop(field, None)
+    else:
+        events[index][field] = value
+    path = tmp_path_factory.mktemp("field") / "t.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(dict(DOC, traceEvents=events), f)
+    _check(path)
+
+
+@SETTINGS
+@given(
+    index=st.integers(0, len(EVENTS) - 1),
+    key=st.sampled_from(["correlation", "grid", "block", "device", "stream", "registers per thread", "shared memory"]),
+    value=ODD_VALUES,
+)
+def test_kernel_args_with_wrong_types(tmp_path_factory, index: int, key: str, value) -> None:
+    events = [dict(e) for e in EVENTS]
+    args = dict(events[index].get("args") or {})
+    args[key] = value
+    events[index]["args"] = args
+    path = tmp_path_factory.mktemp("args") / "t.json"
+    path.write_text(json.dumps(dict(DOC, traceEvents=events)))
+    _check(path)

@@ -1,0 +1,106 @@
+"""`kprof trace` end to end through the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from conftest import EAGER, GRAPH, real
+from typer.testing import CliRunner
+
+from kprof.cli import app
+from kprof.schema import KERNEL_EVENTS
+
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_json_has_the_documented_keys() -> None:
+    res = _run("trace", str(GRAPH), "--format", "json")
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert set(out) >= {"kernels", "steps", "annotations", "summary"}
+    assert set(out["kernels"][0]) >= {
+        "name",
+        "short_name",
+        "calls",
+        "total_us",
+        "mean_us",
+        "median_us",
+        "p90_us",
+        "pct_busy",
+    }
+    assert set(out["steps"][0]) >= {"step", "span_us", "busy_us", "kernels", "kernel_us", "idle_us"}
+    assert set(out["annotations"][0]) >= {"name", "calls", "gpu_us"}
+    assert set(out["summary"]) >= {"format", "kernels", "kernel_total_us", "busy_us"}
+    assert out["summary"]["kernels"] == 310
+
+
+def test_markdown_and_csv() -> None:
+    md = _run("trace", str(EAGER), "--format", "md", "--top", "5")
+    assert md.exit_code == 0
+    assert "| kernel | kind | calls |" in md.stdout and "(warm-up)" in md.stdout and "steady (median of 4)" in md.stdout
+    csv = _run("trace", str(EAGER), "--format", "csv")
+    assert csv.exit_code == 0
+    header = csv.stdout.splitlines()[0]
+    assert header.startswith("rank,name,short_name,kind,calls,total_us")
+
+
+def test_terminal_table_and_save(tmp_path: Path) -> None:
+    res = _run("trace", str(GRAPH), "--save", str(tmp_path / "out"))
+    assert res.exit_code == 0
+    assert "per kernel" in res.stdout and "per step" in res.stdout
+    table = pq.read_table(tmp_path / "out" / "kernel_events.parquet")
+    assert table.schema.names == KERNEL_EVENTS.names
+    assert table.num_rows == 320
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert meta["kprof_schema_version"] == 1
+    for name in ("kernels", "steps", "annotations", "ranges"):
+        assert (tmp_path / "out" / f"{name}.parquet").exists()
+
+
+def test_two_ranks_ordered_by_rank() -> None:
+    r1 = real("kineto_cuda_2ranks_hta_sampled_rank-1.json.gz")
+    r0 = real("kineto_cuda_2ranks_hta_sampled_rank-0.json.gz")
+    out = json.loads(_run("trace", str(r1), str(r0), "--format", "json").stdout)
+    assert [r["rank"] for r in out["summary"]["ranks"]] == [0, 1]
+    assert {k["rank"] for k in out["kernels"]} == {0, 1}
+
+
+def test_kernel_filter() -> None:
+    out = json.loads(_run("trace", str(EAGER), "--format", "json", "--kernels", "nvjet").stdout)
+    assert out["kernels"] and all("nvjet" in k["name"] for k in out["kernels"])
+
+
+def _one_line_error(res, *words: str) -> None:
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kprof: error:")
+    assert "Traceback" not in res.output
+    for w in words:
+        assert w in lines[0]
+
+
+def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:
+    _one_line_error(_run("trace", str(tmp_path / "missing.json")), "missing.json", "no such file")
+    _one_line_error(_run("trace", str(tmp_path)), "is a directory")
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    _one_line_error(_run("trace", str(empty)), "empty file")
+    other = tmp_path / "notes.txt"
+    other.write_text("hello, world\n")
+    _one_line_error(_run("trace", str(other)), "notes.txt", "not a trace")
+    badgz = tmp_path / "cut.json.gz"
+    badgz.write_bytes(GRAPH.read_bytes()[:4000])
+    _one_line_error(_run("trace", str(badgz)), "cut.json.gz", "gzip")
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "\xe9", "ts": 1, "dur": 1}]}')
+    _one_line_error(_run("trace", str(latin)), "latin.json")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}')
+    _one_line_error(_run("trace", str(wrong)), "wrong.json", "ts")
+    _one_line_error(_run("trace", str(GRAPH), "--steps", "("), "--steps")

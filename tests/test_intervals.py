@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kprof.intervals import innermost_containing, union_length
+
+intervals = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 50)), max_size=40)
+
+
+@given(intervals)
+def test_union_length_equals_covered_unit_cells(spans: list[tuple[int, int]]) -> None:
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = starts + np.array([d for _, d in spans], dtype=np.int64)
+    covered = set()
+    for s, e in zip(starts, ends):
+        covered.update(range(int(s), int(e)))
+    assert union_length(starts, ends) == len(covered)
+
+
+@given(intervals, st.lists(st.integers(0, 260), max_size=30))
+def test_innermost_is_the_shortest_holding_range(spans: list[tuple[int, int]], points: list[int]) -> None:
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = starts + np.array([d for _, d in spans], dtype=np.int64)
+    got = innermost_containing(np.array(points, dtype=np.int64), starts, ends)
+    for p, idx in zip(points, got):
+        holding = [i for i in range(len(spans)) if starts[i] <= p <= ends[i]]
+        if not holding:
+            assert idx == -1
+        else:
+            assert idx in holding
+            assert ends[idx] - starts[idx] == min(ends[i] - starts[i] for i in holding)

@@ -1,0 +1,157 @@
+"""Kineto ingest on the project's own H200 traces and on hand-made files for each format quirk."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from conftest import EAGER, GRAPH, real
+
+from kprof.errors import KprofInputError
+from kprof.ingest import kineto, load_trace
+
+
+def _raw(path: Path) -> dict:
+    with gzip.open(path) as f:
+        return json.load(f, parse_float=Decimal)
+
+
+@pytest.mark.parametrize("path", [EAGER, GRAPH])
+def test_counts_and_exact_times_match_the_file(path: Path) -> None:
+    doc = _raw(path)
+    base = doc["baseTimeNanoseconds"]
+    gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    t = kineto.load(path)
+    assert len(t.kernels) == len(gpu)
+    expected = sorted(base + int(Decimal(e["ts"]) * 1000) for e in gpu)
+    assert sorted(t.kernels["start_ns"].astype(int)) == expected
+    expected_dur = sorted(int(Decimal(e["dur"]) * 1000) for e in gpu)
+    assert sorted(t.kernels["dur_ns"].astype(int)) == expected_dur
+    assert (t.kernels["end_ns"] - t.kernels["start_ns"] == t.kernels["dur_ns"]).all()
+
+
+def test_graph_replays_share_one_correlation_and_one_launch() -> None:
+    t = kineto.load(GRAPH)
+    kernels = t.kernels[t.kernels["kind"] == "kernel"]
+    per_launch = kernels.groupby("correlation").size()
+    assert per_launch.max() == 60  # one cudaGraphLaunch replays the whole decode stack
+    graph = kernels[kernels["correlation"].isin(per_launch[per_launch == 60].index)]
+    assert graph.groupby("correlation")["launch_ns"].nunique().eq(1).all()
+    assert graph["launch_ns"].notna().all()
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+KERNEL_ARGS = '"args": {"device": 0, "stream": 7, "correlation": 5, "grid": [2,1,1], "block": [128,1,1]}'
+
+
+@pytest.mark.parametrize(
+    ("head", "ts", "expected_ns"),
+    [
+        ("", "1695835573023613", 1695835573023613000),  # generation 1: integer epoch µs
+        ("", "1712195495519689.047", 1712195495519689047),  # generation 2: 19 digits, float64 would lose ns
+        (
+            '"baseTimeNanoseconds": 1727743122000000000,',
+            "2413669097444.592",
+            1727743122000000000 + 2413669097444592,
+        ),
+    ],
+)
+def test_three_ts_generations_give_exact_absolute_ns(tmp_path: Path, head: str, ts: str, expected_ns: int) -> None:
+    text = (
+        f'{{{head} "traceEvents": [{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+        f'"ts": {ts}, "dur": 1.5, {KERNEL_ARGS}}}]}}'
+    )
+    t = kineto.load(_write(tmp_path, "t.json", text))
+    assert int(t.kernels["start_ns"].iloc[0]) == expected_ns
+    assert int(t.kernels["dur_ns"].iloc[0]) == 1500
+
+
+def test_base_time_written_after_the_events_is_still_applied(tmp_path: Path) -> None:
+    text = (
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.001, '
+        f'"dur": 2, {KERNEL_ARGS}}}], "traceName": "x", "baseTimeNanoseconds": 1000000000000000000}}'
+    )
+    t = kineto.load(_write(tmp_path, "late.json", text))
+    assert int(t.kernels["start_ns"].iloc[0]) == 1000000000000010001
+
+
+def test_small_pieces_give_the_same_table_as_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = load_trace(EAGER).kernels
+    monkeypatch.setattr(kineto, "PIECE_BYTES", 4096)
+    pieces = load_trace(EAGER).kernels
+    assert pieces.equals(whole)
+
+
+def test_events_out_of_order_and_no_metadata(tmp_path: Path) -> None:
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"k{i}",
+            "pid": 0,
+            "tid": 7,
+            "ts": 100 - 10 * i,
+            "dur": 5,
+            "args": {"correlation": i},
+        }
+        for i in range(5)
+    ]
+    t = load_trace(_write(tmp_path, "unordered.json", json.dumps({"traceEvents": events})))
+    assert sorted(t.kernels["name"]) == [f"k{i}" for i in range(5)]
+    assert t.meta["rank"] == 0
+
+
+def _truncated_copy(src: Path, dest: Path, keep: float) -> tuple[Path, bytes]:
+    with gzip.open(src) as f:
+        data = f.read()
+    cut = data[: int(len(data) * keep)]
+    dest.write_bytes(cut)
+    return dest, cut
+
+
+def test_truncated_json_is_an_error_that_names_the_way_out(tmp_path: Path) -> None:
+    path, _ = _truncated_copy(EAGER, tmp_path / "cut.json", 0.6)
+    with pytest.raises(KprofInputError, match="truncated.*--recover"):
+        kineto.load(path)
+
+
+def test_unfinished_tmp_file_keeps_every_complete_event(tmp_path: Path) -> None:
+    path, cut = _truncated_copy(EAGER, tmp_path / "trace.json.tmp", 0.6)
+    t = kineto.load(path)
+    assert any("truncated" in w for w in t.warnings)
+    # Every kernel event that was completely written before the cut is kept.
+    complete = cut[: cut.rfind(b"},") + 1]
+    expected = complete.count(b'"cat": "kernel"')
+    assert expected > 100
+    assert (t.kernels["kind"] == "kernel").sum() == expected
+
+
+def test_rocm_hip_graph_trace_is_read_and_demangled() -> None:
+    t = load_trace(real("kineto_rocm_hipgraph_vllm_tracelens.json.gz"))
+    assert (t.kernels["kind"] == "kernel").sum() == 425
+    assert not t.kernels["name"].str.startswith("_Z").all()
+    assert (t.kernels["correlation"] == 505113).sum() == 421  # one hipGraphLaunch
+
+
+def test_rocm_ext_launch_grid_is_converted_to_blocks() -> None:
+    t = load_trace(real("kineto_rocm_mi300x_triton_tracelens.json.gz"))
+    gemm = t.kernels[t.kernels["name"].str.startswith("Cijk")]
+    # hipExtModuleLaunchKernel passes work-items: 350208 / 256 = 1368 and 1400832 / 256 = 5472 blocks.
+    assert sorted(set(gemm["grid_x"].astype(int))) == [1368, 5472]
+    triton = t.kernels[t.kernels["name"] == "triton_red_fused_add_mean_mul_pow_rsqrt_0"]
+    assert triton["grid_x"].tolist() == [16384]  # hipModuleLaunchKernel: already blocks
+    assert triton["shared_mem_bytes"].tolist() == [8192]  # taken from the launch event on ROCm
+
+
+def test_ns_resolution_v100_trace_steps() -> None:
+    t = load_trace(real("kineto_cuda_v100_5steps_hta.pt.trace.json.gz"))
+    assert sorted(t.kernels["step"].dropna().unique()) == [101, 102, 103, 104, 105]
+    assert t.meta["rank_source"] == "distributedInfo"

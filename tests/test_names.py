@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from kprof.ingest.names import demangle_all, short_name
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        (
+            "void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, 2>"
+            "(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, long)",
+            "at::native::(anonymous namespace)::indexSelectSmallIndex",
+        ),
+        (
+            "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<F>(at::TensorIteratorBase&, "
+            "F const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl<F>(at::TensorIteratorBase&)::{lambda(int)#1})",
+            "at::native::elementwise_kernel",
+        ),
+        ("triton_poi_fused_add_cos_sin_0", "triton_poi_fused_add_cos_sin_0"),
+        ("_fwd_kernel_stage1", "_fwd_kernel_stage1"),
+        ("bodyForce(Body*, float, int) [clone .kd]", "bodyForce"),
+        ("__amd_rocclr_copyBuffer.kd", "__amd_rocclr_copyBuffer"),
+        (
+            "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn",
+            "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn",
+        ),
+        ("bool operator<<int>(int, int)", "operator<"),
+    ],
+)
+def test_short_name(name: str, short: str) -> None:
+    assert short_name(name) == short
+
+
+@pytest.mark.skipif(shutil.which("c++filt") is None, reason="no c++filt on this machine")
+def test_demangle_batch_knows_bf16_and_strips_kd() -> None:
+    out = demangle_all(
+        [
+            "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+            "_Z15addition_kernelIfEvPT_PKfS3_ii.kd",
+            "_Znot_a_real_name",
+            "plain_name",
+        ]
+    )
+    assert (
+        out["_Z15addition_kernelIfEvPT_PKfS3_ii.kd"] == "void addition_kernel<float>(float*, float const*, "
+        "float const*, int, int)"
+    )
+    assert out[
+        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
+    ].startswith("void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t")
+    assert out["_Znot_a_real_name"] == "_Znot_a_real_name"
+    assert "plain_name" not in out

@@ -1,0 +1,140 @@
+"""rocprofv3 (CSV in every layout, JSON, rocpd) and RPD ingest."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import real
+
+from kprof.errors import KprofInputError
+from kprof.ingest import load_trace
+
+
+def test_docs_kernel_trace_csv_2024_layout() -> None:
+    path = real("rocprofv3_csv_kernel_trace_rocprofiler-sdk_docs.csv")
+    with path.open() as f:
+        rows = [r for r in csv.DictReader(f) if r]
+    t = load_trace(path)
+    assert len(t.kernels) == len(rows) == 7
+    first = t.kernels.iloc[0]
+    assert first["short_name"] == "addition_kernel"
+    assert int(first["start_ns"]) == 8819330200067564
+    assert int(first["grid_x"]) == 1024 // 64 and int(first["grid_y"]) == 1024
+    assert int(first["launch_tid"]) == 69
+    assert t.meta["format"] == "rocprofv3-csv"
+
+
+CURRENT_HEADER = (
+    "Kind,Agent_Id,Queue_Id,Stream_Id,Thread_Id,Dispatch_Id,Kernel_Id,Kernel_Name,Correlation_Id,"
+    "Start_Timestamp,End_Timestamp,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,"
+    "Workgroup_Size_X,Workgroup_Size_Y,Workgroup_Size_Z,Grid_Size_X,Grid_Size_Y,Grid_Size_Z"
+)
+
+
+def _current_layout(tmp_path: Path) -> Path:
+    """The current rocprofv3 layout (formats.md §2.2), as in the rocprofiler-sdk docs' example rows."""
+    rows = [
+        '"KERNEL_DISPATCH","Agent 4",1,1,852831,1,10,"void addition_kernel<float>(float*, float const*, float const*, '
+        'int, int)",1,1551874061244694,1551874061255734,0,0,8,0,16,64,1,1,1024,1024,1',
+        '"KERNEL_DISPATCH","Agent 4",1,1,852831,2,11,"triton_poi_fused_add_0",2,1551874061300000,1551874061310000,'
+        "512,0,32,0,16,128,1,1,4096,1,1",
+    ]
+    path = tmp_path / "run_kernel_trace.csv"
+    path.write_text(CURRENT_HEADER + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_current_layout_with_marker_and_hip_traces_beside_it(tmp_path: Path) -> None:
+    path = _current_layout(tmp_path)
+    (tmp_path / "run_marker_api_trace.csv").write_text(
+        "Domain,Function,Process_Id,Thread_Id,Correlation_Id,Start_Timestamp,End_Timestamp\n"
+        '"MARKER_CORE_RANGE_API","step 1",852831,852831,3,1551874061200000,1551874061290000\n'
+        '"MARKER_CORE_RANGE_API","step 2",852831,852831,4,1551874061290000,1551874061400000\n'
+        '"MARKER_CORE_API","a mark",852831,852831,5,1551874061250000,1551874061250000\n'
+    )
+    (tmp_path / "run_hip_api_trace.csv").write_text(
+        "Domain,Function,Process_Id,Thread_Id,Correlation_Id,Start_Timestamp,End_Timestamp\n"
+        '"HIP_RUNTIME_API","hipLaunchKernel",852831,852831,1,1551874061240000,1551874061241000\n'
+        '"HIP_RUNTIME_API","hipModuleLaunchKernel",852831,852831,2,1551874061295000,1551874061296000\n'
+    )
+    t = load_trace(path, step_pattern=r"^step (\d+)$")
+    k = t.kernels
+    assert k["device"].tolist() == [4, 4]
+    assert k["launch_ns"].tolist() == [1551874061240000, 1551874061295000]
+    assert k["step"].tolist() == [1, 2]
+    assert k["registers"].tolist() == [8, 32]
+    assert k["shared_mem_bytes"].tolist() == [0, 512]
+    assert k["grid_x"].tolist() == [16, 32]
+    assert len(t.ranges) == 2  # the zero-length mark is not a range
+
+
+def test_rocpd_convert_layout_is_matched_by_header_name(tmp_path: Path) -> None:
+    src = _current_layout(tmp_path).read_text().splitlines()
+    header = "Guid," + src[0].replace("LDS_Block_Size", "Lds_Block_Size").replace("VGPR_Count", "Vgpr_Count")
+    path = tmp_path / "out_kernel_trace.csv"
+    path.write_text("\n".join([header] + ["abc-123," + r for r in src[1:]]) + "\n")
+    k = load_trace(path).kernels
+    assert k["short_name"].tolist() == ["addition_kernel", "triton_poi_fused_add_0"]
+    assert k["shared_mem_bytes"].tolist() == [0, 512]
+
+
+def test_bad_number_in_csv_names_the_line(tmp_path: Path) -> None:
+    path = _current_layout(tmp_path)
+    path.write_text(path.read_text().replace("1551874061244694", "soon"))
+    with pytest.raises(KprofInputError, match="line 2"):
+        load_trace(path)
+
+
+def test_rocprofv3_json_mi350x() -> None:
+    t = load_trace(real("rocprofv3_json_mi350x_tracelens_908_results.json.gz"))
+    assert len(t.kernels) == 43915
+    assert t.kernels["device"].between(0, 7).all()  # 8 GPU agents mapped to their gpu_index
+    first = t.kernels.iloc[0]
+    assert first["name"] == "__amd_rocclr_copyBuffer" and int(first["dur_ns"]) == 2840
+    assert int(first["registers"]) == 8
+
+
+def _rocpd_db(path: Path) -> None:
+    """A minimal database with the rocpd *views* kprof reads (columns as in rocpd's data_views.sql).
+
+    No real rocpd file is public (formats.md §6); this one is synthetic and only checks the query.
+    """
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE rocpd_metadata(tag TEXT, value TEXT);
+        INSERT INTO rocpd_metadata VALUES ('schema_version', '3.0.1');
+        CREATE TABLE k_1(name, agent_abs_index, agent_log_index, queue_id, stream_id, tid, start, "end", corr_id,
+            grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count);
+        INSERT INTO k_1 VALUES ('_Z15addition_kernelIfEvPT_PKfS3_ii', 6, 2, 1, 0, 77, 1000, 3000, 9,
+            1024, 1, 1, 64, 1, 1, 0, 16);
+        CREATE VIEW kernels AS SELECT * FROM k_1;
+        CREATE TABLE r_1(name, start, "end", pid, tid, category);
+        INSERT INTO r_1 VALUES ('decode', 500, 5000, 1, 77, 'MARKER_CORE_RANGE_API');
+        INSERT INTO r_1 VALUES ('hipLaunchKernel', 900, 950, 1, 77, 'HIP_RUNTIME_API');
+        CREATE VIEW regions AS SELECT * FROM r_1;
+    """)
+    con.commit()
+    con.close()
+
+
+def test_rocpd_views(tmp_path: Path) -> None:
+    path = tmp_path / "host_1_results.db"
+    _rocpd_db(path)
+    t = load_trace(path)
+    k = t.kernels.iloc[0]
+    assert t.meta["format"] == "rocpd" and t.meta["rocpd_schema_version"] == "3.0.1"
+    assert k["short_name"] == "addition_kernel"
+    assert int(k["device"]) == 2 and int(k["grid_x"]) == 16
+    assert k["annotation"] == "decode"
+
+
+def test_rpd_mi300_vllm() -> None:
+    t = load_trace(real("rpd_sqlite_mi300_vllm_rocmprofiledata.rpd.gz"))
+    kinds = t.kernels["kind"].value_counts()
+    assert kinds["memcpy"] == 804 + 22 + 350
+    assert kinds["kernel"] == 1228 + 7720
+    assert t.kernels["short_name"].str.contains("paged_attention").any()
+    assert t.kernels["launch_ns"].notna().mean() > 0.5
