@@ -17,7 +17,8 @@ from kprof.ingest.names import demangle_all, short_name
         ),
         (
             "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<F>(at::TensorIteratorBase&, "
-            "F const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl<F>(at::TensorIteratorBase&)::{lambda(int)#1})",
+            "F const&)::{lambda(int)#1}>(int, "
+            "at::native::gpu_kernel_impl<F>(at::TensorIteratorBase&)::{lambda(int)#1})",
             "at::native::elementwise_kernel",
         ),
         ("triton_poi_fused_add_cos_sin_0", "triton_poi_fused_add_cos_sin_0"),
