@@ -42,3 +42,27 @@ def innermost_containing(points: np.ndarray, starts: np.ndarray, ends: np.ndarra
         if hi[r] > lo[r]:
             out[order[lo[r] : hi[r]]] = r
     return out
+
+
+def union_length_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[int, int]:
+    """``union_length`` for every group at once: {group: covered length}. Groups are int64 keys."""
+    if len(starts) == 0:
+        return {}
+    g = np.asarray(groups, dtype=np.int64)
+    order = np.lexsort((np.asarray(starts), g))
+    g, s, e = g[order], np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order]
+    boundary = np.empty(len(g), dtype=bool)
+    boundary[0] = True
+    boundary[1:] = g[1:] != g[:-1]
+    # Running maximum of ends that restarts at each group: offset each group above the previous one.
+    group_id = np.cumsum(boundary) - 1
+    lift = (e.max() - s.min() + 1) * group_id
+    reach = np.maximum.accumulate(e - s.min() + lift) + s.min() - lift
+    new = boundary.copy()
+    new[1:] |= s[1:] > reach[:-1]
+    seg_idx = np.flatnonzero(new)
+    seg_end = np.append(reach[seg_idx[1:] - 1], reach[-1])
+    lengths = seg_end - s[seg_idx]
+    keys, inverse = np.unique(g[seg_idx], return_inverse=True)
+    totals = np.bincount(inverse, weights=lengths).astype(np.int64)
+    return dict(zip(keys.tolist(), totals.tolist()))

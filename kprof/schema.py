@@ -17,18 +17,18 @@ stream            int64    stream (CUDA/HIP) or queue (rocprof) id
 start_ns          int64    start, absolute integer ns in the trace's clock domain (``clock`` in meta)
 end_ns            int64    end, same clock
 dur_ns            int64    ``end_ns - start_ns``
-name              string   full name as recorded (demangled when the trace left it mangled)
-short_name        string   name without C++ return type, template arguments and parameter list
-kind              string   ``kernel``, ``memcpy`` or ``memset``
+name              string*  full name as recorded (demangled when the trace left it mangled)
+short_name        string*  name without C++ return type, template arguments and parameter list
+kind              string*  ``kernel``, ``memcpy`` or ``memset``
 correlation       int64    launch correlation id (graph replays share their launch's id); null if none
-grid_x..grid_z    int64    grid in blocks (work-item grids are divided by the block); null if unknown
-block_x..block_z  int64    block (work-group) size in threads; null if unknown
-registers         int64    registers per thread (CUDA) or arch VGPRs (AMD); null if unknown
-shared_mem_bytes  int64    static + dynamic shared memory / LDS bytes; null if unknown
+grid_x..grid_z    int32    grid in blocks (work-item grids are divided by the block); null if unknown
+block_x..block_z  int32    block (work-group) size in threads; null if unknown
+registers         int32    registers per thread (CUDA) or arch VGPRs (AMD); null if unknown
+shared_mem_bytes  int32    static + dynamic shared memory / LDS bytes; null if unknown
 launch_ns         int64    CPU time of the launching API call, same clock; null if unknown
 launch_tid        int64    host thread of that call; null if unknown
 step              int64    step number (``ProfilerStep#N`` → N, else order of the matched range)
-annotation        string   innermost ``record_function``/``gpu_user_annotation``/marker range
+annotation        string*  innermost ``record_function``/``gpu_user_annotation``/marker range
 ================  =======  ==================================================================
 
 ``ranges`` — annotated time ranges (steps, ``record_function``, roctx markers):
@@ -52,6 +52,9 @@ SCHEMA_VERSION = 1
 
 KERNEL_KINDS = ("kernel", "memcpy", "memset")
 
+# Names repeat across thousands of events: store each once (Arrow dictionary, pandas Categorical).
+DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
 KERNEL_EVENTS = pa.schema(
     [
         ("rank", pa.int32()),
@@ -60,22 +63,22 @@ KERNEL_EVENTS = pa.schema(
         ("start_ns", pa.int64()),
         ("end_ns", pa.int64()),
         ("dur_ns", pa.int64()),
-        ("name", pa.string()),
-        ("short_name", pa.string()),
-        ("kind", pa.string()),
+        ("name", DICT_STRING),
+        ("short_name", DICT_STRING),
+        ("kind", DICT_STRING),
         ("correlation", pa.int64()),
-        ("grid_x", pa.int64()),
-        ("grid_y", pa.int64()),
-        ("grid_z", pa.int64()),
-        ("block_x", pa.int64()),
-        ("block_y", pa.int64()),
-        ("block_z", pa.int64()),
-        ("registers", pa.int64()),
-        ("shared_mem_bytes", pa.int64()),
+        ("grid_x", pa.int32()),
+        ("grid_y", pa.int32()),
+        ("grid_z", pa.int32()),
+        ("block_x", pa.int32()),
+        ("block_y", pa.int32()),
+        ("block_z", pa.int32()),
+        ("registers", pa.int32()),
+        ("shared_mem_bytes", pa.int32()),
         ("launch_ns", pa.int64()),
         ("launch_tid", pa.int64()),
         ("step", pa.int64()),
-        ("annotation", pa.string()),
+        ("annotation", DICT_STRING),
     ],
     metadata={"kprof_schema_version": str(SCHEMA_VERSION)},
 )

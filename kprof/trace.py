@@ -38,7 +38,7 @@ def table_from_columns(columns: dict[str, Any], schema: pa.Schema) -> pd.DataFra
         values = columns.get(f.name)
         arrays.append(pa.nulls(n, f.type) if values is None else pa.array(values, type=f.type))
     table = pa.Table.from_arrays(arrays, schema=schema)
-    return table.to_pandas(types_mapper=_NULLABLE.get)
+    return table.to_pandas(types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True)
 
 
 def kernel_table(columns: dict[str, Any]) -> pd.DataFrame:

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kprof.intervals import innermost_containing, union_length
+from kprof.intervals import innermost_containing, union_length, union_length_by_group
 
 intervals = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 50)), max_size=40)
 
@@ -31,3 +31,15 @@ def test_innermost_is_the_shortest_holding_range(spans: list[tuple[int, int]], p
         else:
             assert idx in holding
             assert ends[idx] - starts[idx] == min(ends[i] - starts[i] for i in holding)
+
+
+@given(intervals, st.lists(st.integers(0, 3), max_size=40))
+def test_grouped_union_equals_union_per_group(spans: list[tuple[int, int]], group_choice: list[int]) -> None:
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = starts + np.array([d for _, d in spans], dtype=np.int64)
+    groups = np.array([group_choice[i % len(group_choice)] if group_choice else 0 for i in range(len(spans))])
+    got = union_length_by_group(groups, starts, ends)
+    for key in set(groups.tolist()):
+        sel = groups == key
+        assert got[key] == union_length(starts[sel], ends[sel])
+    assert set(got) == set(groups.tolist())

@@ -155,3 +155,9 @@ def test_ns_resolution_v100_trace_steps() -> None:
     t = load_trace(real("kineto_cuda_v100_5steps_hta.pt.trace.json.gz"))
     assert sorted(t.kernels["step"].dropna().unique()) == [101, 102, 103, 104, 105]
     assert t.meta["rank_source"] == "distributedInfo"
+
+
+def test_timestamp_beyond_int64_ns_is_an_input_error(tmp_path: Path) -> None:
+    text = '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1180591620717411303424, "dur": 1}]}'
+    with pytest.raises(KprofInputError, match="out of range"):
+        kineto.load(_write(tmp_path, "huge.json", text))

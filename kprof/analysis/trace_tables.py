@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.intervals import union_length
+from kprof.intervals import union_length_by_group
 from kprof.trace import Trace
 
 NS_PER_US = 1000.0
@@ -57,30 +57,28 @@ class TraceTables:
 
 def busy_ns(events: pd.DataFrame) -> int:
     """Union of activity intervals per device, summed over devices."""
-    total = 0
-    for _, g in events.groupby("device", sort=False):
-        total += union_length(g["start_ns"].to_numpy("int64"), g["end_ns"].to_numpy("int64"))
-    return total
+    unions = union_length_by_group(
+        events["device"].to_numpy("int64"), events["start_ns"].to_numpy("int64"), events["end_ns"].to_numpy("int64")
+    )
+    return sum(unions.values())
+
+
+def _matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """Regex search over a (categorical) name column, testing each distinct name once."""
+    distinct = pd.unique(names)
+    hits = {n for n in distinct if pattern.search(str(n)) is not None}
+    return names.isin(hits).to_numpy(bool)
 
 
 def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:
     if name_filter is not None:
-        events = events[events["name"].map(lambda n: name_filter.search(n) is not None).to_numpy(bool)]
+        events = events[_matches(events["name"], name_filter)]
     if len(events) == 0:
         return pd.DataFrame(columns=KERNEL_COLUMNS)
-    us = events["dur_ns"].to_numpy("int64") / NS_PER_US
-    frame = pd.DataFrame(
-        {
-            "kind": events["kind"].to_numpy(object),
-            "name": events["name"].to_numpy(object),
-            "short_name": events["short_name"].to_numpy(object),
-            "us": us,
-        }
-    )
-    g = frame.groupby(["kind", "name"], sort=False)["us"]
+    us = pd.Series(events["dur_ns"].to_numpy("int64") / NS_PER_US, index=events.index, name="us")
+    g = us.groupby([events["kind"], events["name"]], sort=False, observed=True)
     table = pd.DataFrame(
         {
-            "short_name": frame.groupby(["kind", "name"], sort=False)["short_name"].first(),
             "calls": g.size(),
             "total_us": g.sum(),
             "mean_us": g.mean(),
@@ -92,6 +90,11 @@ def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] |
             "std_us": g.std(ddof=1).fillna(0.0),
         }
     ).reset_index()
+    table["kind"] = table["kind"].astype(str)
+    table["name"] = table["name"].astype(str)
+    first = events.drop_duplicates("name")
+    short_of = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
+    table["short_name"] = table["name"].map(short_of)
     table["pct_busy"] = 100.0 * table["total_us"] / (busy / NS_PER_US) if busy else np.nan
     table = table.sort_values(["total_us", "name"], ascending=[False, True], kind="stable")
     return table[KERNEL_COLUMNS].reset_index(drop=True)
@@ -101,29 +104,39 @@ def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | N
     stepped = events[events["step"].notna()]
     if len(stepped) == 0:
         return pd.DataFrame(columns=STEP_COLUMNS), None
-    rows = []
-    for step, g in stepped.groupby("step", sort=True):
-        span = int(g["end_ns"].max() - g["start_ns"].min())
-        busy = busy_ns(g)
-        is_kernel = (g["kind"] == "kernel").to_numpy(bool)
-        rows.append(
-            {
-                "step": int(step),
-                "span_us": span / NS_PER_US,
-                "busy_us": busy / NS_PER_US,
-                "kernels": int(is_kernel.sum()),
-                "kernel_us": g["dur_ns"].to_numpy("int64")[is_kernel].sum() / NS_PER_US,
-                "idle_us": (span - busy) / NS_PER_US,
-            }
-        )
-    table = pd.DataFrame(rows)
-    table.insert(1, "warmup", table.index == 0)
+    step = stepped["step"].to_numpy("int64")
+    device = stepped["device"].to_numpy("int64")
+    start, end = stepped["start_ns"].to_numpy("int64"), stepped["end_ns"].to_numpy("int64")
+    is_kernel = (stepped["kind"] == "kernel").to_numpy(bool)
+    # Busy per (step, device), then summed over devices: pack both into one int64 key.
+    dev_codes, dev_index = np.unique(device, return_inverse=True)
+    unions = union_length_by_group(step * len(dev_codes) + dev_index, start, end)
+    busy = pd.Series(unions).groupby(lambda key: key // len(dev_codes)).sum()
+    frame = pd.DataFrame(
+        {"step": step, "start": start, "end": end, "k": is_kernel, "kdur": np.where(is_kernel, end - start, 0)}
+    )
+    g = frame.groupby("step", sort=True)
+    table = pd.DataFrame(
+        {
+            "span_ns": g["end"].max() - g["start"].min(),
+            "kernels": g["k"].sum().astype(int),
+            "kernel_ns": g["kdur"].sum(),
+        }
+    )
+    table["busy_ns"] = busy.reindex(table.index).to_numpy("int64")
+    table = table.reset_index()
+    table["warmup"] = table.index == 0
+    table["span_us"] = table["span_ns"] / NS_PER_US
+    table["busy_us"] = table["busy_ns"] / NS_PER_US
+    table["kernel_us"] = table["kernel_ns"] / NS_PER_US
+    table["idle_us"] = (table["span_ns"] - table["busy_ns"]) / NS_PER_US
+    table = table[STEP_COLUMNS]
     rest = table[~table["warmup"]]
     steady = None
     if len(rest):
         steady = {c: float(rest[c].median()) for c in ("span_us", "busy_us", "kernels", "kernel_us", "idle_us")}
         steady["steps"] = len(rest)
-    return table[STEP_COLUMNS], steady
+    return table, steady
 
 
 def _inclusive(points: np.ndarray, weights: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -140,7 +153,7 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     r, k = trace.ranges, trace.kernels
     if len(r) == 0 or len(k) == 0:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
-    r = r[~r["name"].map(lambda n: step_pattern.search(n) is not None).to_numpy(bool)]
+    r = r[~_matches(r["name"], step_pattern)]
     # Kineto writes each record_function twice (CPU and GPU); count the GPU copy where it exists.
     gpu_names = set(r.loc[r["domain"] == "gpu", "name"])
     r = r[(r["domain"] == "gpu") | ~r["name"].isin(gpu_names)]

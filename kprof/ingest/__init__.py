@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pyarrow as pa
+
 from kprof.errors import KprofInputError
 from kprof.ingest import kineto, rocprofv3, rpd
 from kprof.ingest.attribute import attribute
@@ -52,14 +54,17 @@ def load_trace(
     ``rank`` overrides the rank; when None, the file's own rank is used where it has one, else 0.
     """
     fmt = detect(path)
-    if fmt == "kineto":
-        trace = kineto.load(path, rank=rank, recover=recover)
-    elif fmt == "rocprofv3-json":
-        trace = rocprofv3.load_json(path, rank or 0)
-    elif fmt == "rocprofv3-csv":
-        trace = rocprofv3.load_csv(path, rank or 0)
-    else:
-        trace = _load_sqlite(path, rank or 0)
+    try:
+        if fmt == "kineto":
+            trace = kineto.load(path, rank=rank, recover=recover)
+        elif fmt == "rocprofv3-json":
+            trace = rocprofv3.load_json(path, rank or 0)
+        elif fmt == "rocprofv3-csv":
+            trace = rocprofv3.load_csv(path, rank or 0)
+        else:
+            trace = _load_sqlite(path, rank or 0)
+    except (pa.ArrowInvalid, OverflowError) as e:
+        raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
     return attribute(trace, step_pattern)
 
 

@@ -9,6 +9,7 @@ their nanoseconds. All three ``ts`` generations (formats.md §1.3) end as absolu
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,42 +18,51 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
+import pandas as pd
 
 from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.source import open_binary, read_chunks
 from kprof.trace import Trace, kernel_table, range_table
 
-PIECE_BYTES = 32 << 20
+PIECE_BYTES = 4 << 20
 _NULL = msgspec.Raw(b"null")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = b'"traceEvents"'
 
+# Category spellings seen across Kineto versions (peers.md §4): kernel/Kernel, cuda_runtime/Runtime.
 GPU_CATEGORIES = {
     "kernel": "kernel",
+    "Kernel": "kernel",
     "gpu_memcpy": "memcpy",
     "gpu_memset": "memset",
-    "memcpy": "memcpy",
-    "memset": "memset",
+    "Memcpy": "memcpy",
+    "Memset": "memset",
 }
-LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 CPU_RANGE_CATEGORIES = {"user_annotation"}
 GPU_RANGE_CATEGORIES = {"gpu_user_annotation"}
 # Launch APIs whose grid arguments are work-items, not blocks (HIP hip_ext.h).
 WORK_ITEM_LAUNCHES = {"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"}
 
-Number = int | Decimal | None
 
-
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: Number = None
-    dur: Number = None
+    ts: int | float | None = None
+    dur: int | float | None = None
     args: msgspec.Raw = _NULL
+
+
+class _ExactEvent(_Event, gc=False):
+    """Used when float64 cannot hold a file's timestamps to the ns (19-digit epoch µs of 2024)."""
+
+    ts: int | Decimal | None = None
+    dur: int | Decimal | None = None
 
 
 class _Document(msgspec.Struct):
@@ -60,6 +70,10 @@ class _Document(msgspec.Struct):
     baseTimeNanoseconds: int | None = None
     distributedInfo: msgspec.Raw = _NULL
     deviceProperties: msgspec.Raw = _NULL
+
+
+class _ExactDocument(_Document):
+    traceEvents: list[_ExactEvent] = []
 
 
 class _DistributedInfo(msgspec.Struct):
@@ -70,7 +84,7 @@ class _DistributedInfo(msgspec.Struct):
 _GPU_ARG_NAMES = {"registers": "registers per thread", "shared": "shared memory"}
 
 
-class _GpuArgs(msgspec.Struct, rename=_GPU_ARG_NAMES):
+class _GpuArgs(msgspec.Struct, rename=_GPU_ARG_NAMES, gc=False):
     device: int | None = None
     stream: int | str | None = None
     correlation: int | None = None
@@ -80,15 +94,35 @@ class _GpuArgs(msgspec.Struct, rename=_GPU_ARG_NAMES):
     block: list[int] | None = None
 
 
-class _LaunchArgs(msgspec.Struct, rename=_GPU_ARG_NAMES):
+class _LaunchArgs(msgspec.Struct, rename=_GPU_ARG_NAMES, gc=False):
     correlation: int | None = None
     shared: int | None = None
 
 
-_decode_gpu_args = msgspec.json.Decoder(_GpuArgs | None).decode
-_decode_launch_args = msgspec.json.Decoder(_LaunchArgs | None).decode
-_decode_events = msgspec.json.Decoder(list[_Event]).decode
-_decode_document = msgspec.json.Decoder(_Document).decode
+_decode_gpu_args = msgspec.json.Decoder(list[_GpuArgs | None]).decode
+_decode_launch_args = msgspec.json.Decoder(list[_LaunchArgs | None]).decode
+
+
+@dataclass(frozen=True)
+class _Decoders:
+    events: Callable[[bytes], Any]
+    document: Callable[[bytes], Any]
+    exact: bool
+
+
+FAST = _Decoders(msgspec.json.Decoder(list[_Event]).decode, msgspec.json.Decoder(_Document).decode, False)
+EXACT = _Decoders(msgspec.json.Decoder(list[_ExactEvent]).decode, msgspec.json.Decoder(_ExactDocument).decode, True)
+
+
+class _InexactTimes(Exception):
+    """float64 timestamps could not be mapped back to their decimal ns: decode again exactly."""
+
+
+class _TimeOutOfRange(ValueError):
+    """A timestamp that int64 ns cannot hold (beyond ±2**63 ns, about the year 2262)."""
+
+
+_MAX_US = 2**63 // 1000 - 1
 
 
 def us_to_ns(value: int | Decimal) -> int:
@@ -96,6 +130,43 @@ def us_to_ns(value: int | Decimal) -> int:
     if type(value) is int:
         return value * 1000
     return int((value * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+# Below 2**43 µs (the range of relative Kineto timestamps) neighbouring ns values stay distinct in
+# float64, so the decimal ns a float was parsed from can be recovered and checked exactly.
+_FLOAT_EXACT_LIMIT = float(2**43)
+
+
+def times_to_ns(values: list[Any], exact: bool) -> np.ndarray:
+    """Microsecond values (as decoded) → int64 ns, exactly; raises _InexactTimes when unsure."""
+    if exact:
+        if any(not -_MAX_US <= v <= _MAX_US for v in values):
+            raise _TimeOutOfRange
+        return np.array([us_to_ns(v) for v in values], dtype=np.int64)
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) and not np.all(np.abs(x) <= _MAX_US):
+        raise _TimeOutOfRange
+    is_int = np.fromiter((type(v) is int for v in values), dtype=bool, count=len(values))
+    out = np.empty(len(values), dtype=np.int64)
+    if is_int.all():
+        out[:] = np.asarray(values, dtype=np.int64) * 1000
+        return out
+    frac = x[~is_int]
+    if not np.all(np.abs(frac) < _FLOAT_EXACT_LIMIT):
+        raise _InexactTimes
+    out[is_int] = np.asarray([v for v, i in zip(values, is_int) if i], dtype=np.int64) * 1000
+    guess = np.rint(frac * 1000.0)
+    found = np.zeros(len(frac), dtype=bool)
+    result = np.zeros(len(frac), dtype=np.int64)
+    for delta in (0.0, -1.0, 1.0):
+        candidate = guess + delta
+        hit = ~found & (candidate / 1000.0 == frac)
+        result[hit] = candidate[hit].astype(np.int64)
+        found |= hit
+    if not found.all():  # more than 3 decimals: not a Kineto ns timestamp we can pin down
+        raise _InexactTimes
+    out[~is_int] = result
+    return out
 
 
 def _as_int(value: int | str | None, ids: dict[str, int]) -> int:
@@ -106,53 +177,146 @@ def _as_int(value: int | str | None, ids: dict[str, int]) -> int:
     return ids.setdefault(key, -1 - len(ids))
 
 
+def _batch_args(path: Path, raws: list[msgspec.Raw], decode: Callable[[bytes], list[Any]]) -> list[Any]:
+    """Decode many ``args`` objects in one call (and drop the views into the piece buffer)."""
+    if not raws:
+        return []
+    try:
+        return decode(b"[" + b",".join(raws) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError) as err:
+        raise KprofInputError(path, f"malformed event args: {err}") from None
+
+
+NULL_INT = np.iinfo(np.int64).min  # marks a missing integer inside int64 column chunks
+_GPU_INT_FIELDS = (
+    "device",
+    "stream",
+    "correlation",
+    "registers",
+    "shared",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+)
+
+
+def _int_or_null(v: Any) -> int:
+    return v if type(v) is int and -(2**63) < v < 2**63 else NULL_INT
+
+
+def _axis(values: list[int] | None, i: int) -> int:
+    return _int_or_null(values[i]) if values and len(values) > i else NULL_INT
+
+
 @dataclass
 class _Collector:
-    """Keeps the rows kprof needs from each decoded piece and drops everything else."""
+    """Keeps the fields kprof needs from each decoded piece, as compact int64 chunks, and drops the rest.
+
+    Times are converted to ns relative to the file's base time piece by piece (the base itself may be
+    written after the events); strings are interned so that a kernel name is stored once.
+    """
 
     path: Path
-    gpu: list[tuple[Any, ...]] = field(default_factory=list)
-    launches: dict[int, tuple[Number, int, str, int | None]] = field(default_factory=dict)
-    ranges: list[tuple[Any, ...]] = field(default_factory=list)
+    exact: bool
+    strings: dict[str, str] = field(default_factory=dict)
     string_ids: dict[str, int] = field(default_factory=dict)
+    gpu_kind: list[str] = field(default_factory=list)
+    gpu_name: list[str] = field(default_factory=list)
+    gpu_ints: dict[str, list[np.ndarray]] = field(
+        default_factory=lambda: {k: [] for k in (*_GPU_INT_FIELDS, "ts", "dur")}
+    )
+    launch: dict[str, list[np.ndarray]] = field(
+        default_factory=lambda: {k: [] for k in ("correlation", "ts", "tid", "work_items", "shared")}
+    )
+    ranges: list[tuple[str, str, int, int]] = field(default_factory=list)
+    range_times: list[np.ndarray] = field(default_factory=list)
     skipped: int = 0
     top: _Document | None = None
+    truncated: bool = False
+
+    def _intern(self, text: str) -> str:
+        return self.strings.setdefault(text, text)
 
     def take(self, events: list[_Event]) -> None:
-        gpu_kinds, launch_cats = GPU_CATEGORIES, LAUNCH_CATEGORIES
+        gpu_kinds, launch_cats, intern = GPU_CATEGORIES, LAUNCH_CATEGORIES, self._intern
+        gpu: list[_Event] = []
+        launches: list[_Event] = []
+        ranges: list[_Event] = []
         for e in events:
             if e.ph != "X":
                 continue
             cat = e.cat
-            kind = gpu_kinds.get(cat) or gpu_kinds.get(cat.lower())
+            kind = gpu_kinds.get(cat)
             if kind is not None:
                 if e.ts is None or e.dur is None:
                     self.skipped += 1
                     continue
-                self.gpu.append((kind, e.name, e.pid, e.tid, e.ts, e.dur, self._args(e, _decode_gpu_args)))
-            elif cat in launch_cats or cat.lower() in launch_cats:
-                args = self._args(e, _decode_launch_args)
-                if args is not None and args.correlation is not None and e.ts is not None:
-                    self.launches[args.correlation] = (
-                        e.ts,
-                        _as_int(e.tid, self.string_ids),
-                        e.name,
-                        args.shared,
-                    )
+                self.gpu_kind.append(kind)
+                self.gpu_name.append(intern(e.name))
+                gpu.append(e)
+            elif cat in launch_cats:
+                if e.ts is not None:
+                    launches.append(e)
             elif cat in GPU_RANGE_CATEGORIES or cat in CPU_RANGE_CATEGORIES or e.name.startswith("ProfilerStep#"):
                 if e.ts is None or e.dur is None:
                     self.skipped += 1
                     continue
-                domain = "gpu" if cat in GPU_RANGE_CATEGORIES else "cpu"
-                pid = _as_int(e.pid, self.string_ids)
-                tid = _as_int(e.tid, self.string_ids)
-                self.ranges.append((e.name, e.ts, e.dur, domain, pid, tid))
+                ranges.append(e)
+        self._take_gpu(gpu)
+        self._take_launches(launches)
+        for e in ranges:
+            domain = "gpu" if e.cat in GPU_RANGE_CATEGORIES else "cpu"
+            self.ranges.append(
+                (intern(e.name), domain, _as_int(e.pid, self.string_ids), _as_int(e.tid, self.string_ids))
+            )
+        if ranges:
+            self.range_times.append(
+                np.stack(
+                    [times_to_ns([e.ts for e in ranges], self.exact), times_to_ns([e.dur for e in ranges], self.exact)]
+                )
+            )
 
-    def _args(self, e: _Event, decode: Callable[[Any], Any]) -> Any:
-        try:
-            return decode(e.args)
-        except msgspec.ValidationError as err:
-            raise KprofInputError(self.path, f"event {e.name!r} has malformed args: {err}") from None
+    def _take_gpu(self, gpu: list[_Event]) -> None:
+        if not gpu:
+            return
+        args = _batch_args(self.path, [e.args for e in gpu], _decode_gpu_args)
+        cols: dict[str, list[int]] = {k: [] for k in _GPU_INT_FIELDS}
+        for e, a in zip(gpu, args):
+            a = a or _EMPTY_GPU_ARGS
+            pid = e.pid
+            cols["device"].append(_int_or_null(a.device) if a.device is not None else (pid if type(pid) is int else 0))
+            cols["stream"].append(_stream_id(a.stream, e.tid))
+            cols["correlation"].append(_int_or_null(a.correlation))
+            cols["registers"].append(_int_or_null(a.registers))
+            cols["shared"].append(_int_or_null(a.shared))
+            for i, axis in enumerate("xyz"):
+                cols["grid_" + axis].append(_axis(a.grid, i))
+                cols["block_" + axis].append(_axis(a.block, i))
+        for k, v in cols.items():
+            self.gpu_ints[k].append(np.array(v, dtype=np.int64))
+        self.gpu_ints["ts"].append(times_to_ns([e.ts for e in gpu], self.exact))
+        self.gpu_ints["dur"].append(times_to_ns([e.dur for e in gpu], self.exact))
+
+    def _take_launches(self, launches: list[_Event]) -> None:
+        args = _batch_args(self.path, [e.args for e in launches], _decode_launch_args)
+        keep = [(e, a) for e, a in zip(launches, args) if a is not None and type(a.correlation) is int]
+        if not keep:
+            return
+        self.launch["correlation"].append(np.array([_int_or_null(a.correlation) for _, a in keep], dtype=np.int64))
+        self.launch["ts"].append(times_to_ns([e.ts for e, _ in keep], self.exact))
+        self.launch["tid"].append(np.array([_as_int(e.tid, self.string_ids) for e, _ in keep], dtype=np.int64))
+        self.launch["work_items"].append(np.array([e.name in WORK_ITEM_LAUNCHES for e, _ in keep], dtype=bool))
+        self.launch["shared"].append(np.array([_int_or_null(a.shared) for _, a in keep], dtype=np.int64))
+
+
+_EMPTY_GPU_ARGS = _GpuArgs()
+
+
+def _joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
 
 
 def _last_boundary(buf: bytes, start: int) -> re.Match[bytes] | None:
@@ -179,14 +343,14 @@ def _decode_piece(decode: Callable[[bytes], Any], data: bytes) -> Any:
         raise _SplitFailed(str(err)) from None
 
 
-def _stream(path: Path, collector: _Collector, recover: bool) -> None:
+def _stream(path: Path, collector: _Collector, recover: bool, dec: _Decoders) -> None:
     """Decode the file piece by piece into ``collector``; see the module docstring."""
     with open_binary(path) as f:
         buf = b""
         array_form: bool | None = None
         first = True
         for chunk in read_chunks(f, path, PIECE_BYTES):
-            buf += chunk
+            buf = buf + chunk if buf else chunk
             if array_form is None:
                 stripped = buf.lstrip()
                 if not stripped:
@@ -205,18 +369,19 @@ def _stream(path: Path, collector: _Collector, recover: bool) -> None:
             piece, buf = buf[: cut.start() + 1], buf[cut.end() - 1 :]
             if first:
                 closing = b"]" if array_form else b"]}"
-                _take_document(collector, _decode_piece(_decoder_for(array_form), piece + closing))
+                _take_document(collector, _decode_piece(_decoder_for(dec, array_form), piece + closing))
                 first = False
             else:
-                collector.take(_decode_piece(_decode_events, b"[" + piece + b"]"))
+                collector.take(_decode_piece(dec.events, b"[" + piece + b"]"))
+            del piece
         if array_form is None:
             raise KprofInputError(path, "holds only whitespace")
         opening = b"" if first else (b"[" if array_form else b'{"traceEvents":[')
-        _finish(path, collector, opening + buf, array_form, recover)
+        _finish(path, collector, opening + buf, array_form, recover, dec)
 
 
-def _decoder_for(array_form: bool) -> Callable[[bytes], Any]:
-    return _decode_events if array_form else _decode_document
+def _decoder_for(dec: _Decoders, array_form: bool) -> Callable[[bytes], Any]:
+    return dec.events if array_form else dec.document
 
 
 def _take_document(collector: _Collector, doc: _Document | list[_Event]) -> None:
@@ -238,48 +403,54 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
 
 
-def _finish(path: Path, collector: _Collector, text: bytes, array_form: bool, recover: bool) -> None:
+def _finish(path: Path, collector: _Collector, text: bytes, array_form: bool, recover: bool, dec: _Decoders) -> None:
     """Decode the last piece; on a truncated file keep every complete event if asked to."""
-    decode = _decoder_for(array_form)
+    decode = _decoder_for(dec, array_form)
     try:
         _take_document(collector, decode(text))
         return
     except msgspec.ValidationError as err:
         raise KprofInputError(path, f"unexpected field type: {err}") from None
     except msgspec.DecodeError as err:
-        truncated = "truncated" in str(err)
         if not recover:
-            if truncated:
+            if "truncated" in str(err):
                 raise KprofInputError(
-                    path,
-                    "JSON ends before the trace is complete (truncated); --recover keeps every complete event",
+                    path, "JSON ends before the trace is complete (truncated); --recover keeps every complete event"
                 ) from None
             raise _SplitFailed(str(err)) from None
     closing = b"]" if array_form else b"]}"
     start = max(text.find(_EVENTS_KEY), 0)
-    kept = 0
     for m in reversed(list(_BOUNDARY.finditer(text, start))):
         try:
             doc = decode(text[: m.start() + 1] + closing)
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
-        kept = len(doc) if isinstance(doc, list) else len(doc.traceEvents)
         _take_document(collector, doc)
         break
-    collector.recovered_tail = kept  # type: ignore[attr-defined]
+    collector.truncated = True
 
 
-def _whole_file(path: Path, collector: _Collector) -> None:
+def _whole_file(path: Path, collector: _Collector, dec: _Decoders) -> None:
     """Fallback when a cut landed inside an event: decode the file in one piece."""
     with open_binary(path) as f:
         data = b"".join(read_chunks(f, path, PIECE_BYTES))
     stripped = data.lstrip()
     try:
-        _take_document(collector, _decoder_for(stripped[:1] == b"[")(stripped))
+        _take_document(collector, _decoder_for(dec, stripped[:1] == b"[")(stripped))
     except msgspec.ValidationError as err:
         raise KprofInputError(path, f"unexpected field type: {err}") from None
     except msgspec.DecodeError as err:
         raise KprofInputError(path, f"malformed JSON: {err}") from None
+
+
+def _collect(path: Path, recover: bool, dec: _Decoders) -> _Collector:
+    collector = _Collector(path, dec.exact)
+    try:
+        _stream(path, collector, recover, dec)
+    except _SplitFailed:
+        collector = _Collector(path, dec.exact)
+        _whole_file(path, collector, dec)
+    return collector
 
 
 def load(path: Path, rank: int | None = None, recover: bool | None = None) -> Trace:
@@ -287,20 +458,40 @@ def load(path: Path, rank: int | None = None, recover: bool | None = None) -> Tr
     every complete event of a truncated file and records a warning instead of failing."""
     if recover is None:
         recover = path.name.endswith(".tmp")
-    collector = _Collector(path)
+    was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived objects: the cyclic GC would only rescan them
     try:
-        _stream(path, collector, recover)
-    except _SplitFailed:
-        collector = _Collector(path)
-        _whole_file(path, collector)
-    return _build(path, collector, rank)
+        try:
+            return _build(path, _collect(path, recover, FAST), rank)
+        except _InexactTimes:
+            return _build(path, _collect(path, recover, EXACT), rank)
+    except _TimeOutOfRange:
+        raise KprofInputError(path, "a ts or dur value is out of range (beyond int64 nanoseconds)") from None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _categorical(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
+    """Codes into ``labels``, which may repeat (two mangled names can demangle alike)."""
+    unique, remap = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(remap[codes], categories=unique.tolist())
+
+
+def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArray:
+    missing = values == NULL_INT
+    if dtype is not np.int64:
+        info = np.iinfo(dtype)
+        missing |= (values < info.min) | (values > info.max)  # a value the column cannot hold is unknown
+        values = np.where(missing, 0, values)
+    return pd.arrays.IntegerArray(values.astype(dtype, copy=False), missing)
 
 
 def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
     top = c.top or _Document()
-    base = top.baseTimeNanoseconds
+    base = top.baseTimeNanoseconds or 0
     warnings: list[str] = []
-    if hasattr(c, "recovered_tail"):
+    if c.truncated:
         warnings.append("file is truncated: kept every complete event, dropped the unfinished one")
     if c.skipped:
         warnings.append(f"{c.skipped} GPU or range events without ts/dur were skipped")
@@ -309,82 +500,85 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
     if rank is None:
         rank = file_rank if file_rank is not None else 0
 
-    def to_abs(ts: int | Decimal) -> int:
-        ns = us_to_ns(ts)
-        return ns + base if base is not None else ns
+    g = {k: _joined(v) for k, v in c.gpu_ints.items()}
+    c.gpu_ints.clear()  # the chunks are joined: let them go before the table is built
+    start = g["ts"] + base
+    dur = np.maximum(g["dur"], 0)
+    # Join each activity to its launching API call by correlation id (the last call wins on reuse).
+    lc = {k: _joined(v, bool if k == "work_items" else np.int64) for k, v in c.launch.items()}
+    _, last = np.unique(lc["correlation"][::-1], return_index=True)
+    keep = len(lc["correlation"]) - 1 - last
+    corr_sorted = lc["correlation"][keep]
+    pos = np.searchsorted(corr_sorted, g["correlation"])
+    pos = np.minimum(pos, max(len(corr_sorted) - 1, 0))
+    found = (g["correlation"] != NULL_INT) & (len(corr_sorted) > 0)
+    if len(corr_sorted):
+        found &= corr_sorted[pos] == g["correlation"]
+    idx = keep[pos] if len(keep) else pos
 
-    names = demangle_all(row[1] for row in c.gpu)
-    cols: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "device",
-            "stream",
-            "start_ns",
-            "end_ns",
-            "dur_ns",
-            "name",
-            "short_name",
-            "kind",
-            "correlation",
-            "grid_x",
-            "grid_y",
-            "grid_z",
-            "block_x",
-            "block_y",
-            "block_z",
-            "registers",
-            "shared_mem_bytes",
-            "launch_ns",
-            "launch_tid",
-        )
+    def from_launch(values: np.ndarray) -> np.ndarray:
+        return np.where(found, values[idx], NULL_INT) if len(values) else np.full(len(found), NULL_INT)
+
+    launch_ns = from_launch(lc["ts"] + base)
+    work_items = found & (lc["work_items"][idx] if len(keep) else False)
+    grids = {}
+    for axis in "xyz":
+        grid, block = g["grid_" + axis], g["block_" + axis]
+        convert = work_items & (grid != NULL_INT) & (block != NULL_INT) & (block > 0)
+        grids[axis] = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
+    shared = np.where(g["shared"] != NULL_INT, g["shared"], from_launch(lc["shared"]))
+
+    raw_names, name_codes = np.unique(np.array(c.gpu_name, dtype=object), return_inverse=True)
+    demangled = demangle_all(raw_names.tolist())
+    full_names = [demangled.get(n, n) for n in raw_names.tolist()]
+    full = _categorical(name_codes, full_names)
+    kinds = pd.Categorical(c.gpu_kind)
+    # Copies and memsets keep their names; kernels get the short C++-less form.
+    is_kernel_name = np.zeros(len(raw_names), dtype=bool)
+    is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
+    short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
+    c.gpu_name.clear()
+    c.gpu_kind.clear()
+    cols: dict[str, Any] = {
+        "rank": np.full(len(start), rank, dtype=np.int32),
+        "device": g["device"].astype(np.int32),
+        "stream": g["stream"],
+        "start_ns": start,
+        "end_ns": start + dur,
+        "dur_ns": dur,
+        "name": full,
+        "short_name": _categorical(name_codes, short_names),
+        "kind": kinds,
+        "correlation": _nullable(g["correlation"]),
+        "registers": _nullable(g.pop("registers"), np.int32),
+        "shared_mem_bytes": _nullable(shared, np.int32),
+        "launch_ns": _nullable(launch_ns),
+        "launch_tid": _nullable(from_launch(lc["tid"])),
     }
-    for kind, name, pid, tid, ts, dur, args in c.gpu:
-        args = args or _GpuArgs()
-        start = to_abs(ts)
-        d = max(us_to_ns(dur), 0)
-        full = names.get(name, name)
-        launch = c.launches.get(args.correlation) if args.correlation is not None else None
-        grid, block = args.grid, args.block
-        if launch is not None and launch[2] in WORK_ITEM_LAUNCHES and grid and block and len(grid) == len(block):
-            grid = [-(-g // max(b, 1)) for g, b in zip(grid, block)]
-        cols["device"].append(args.device if args.device is not None else (pid if type(pid) is int else 0))
-        cols["stream"].append(_stream_id(args.stream, tid))
-        cols["start_ns"].append(start)
-        cols["end_ns"].append(start + d)
-        cols["dur_ns"].append(d)
-        cols["name"].append(full)
-        cols["short_name"].append(short_name(full) if kind == "kernel" else full)
-        cols["kind"].append(kind)
-        cols["correlation"].append(args.correlation)
-        for axis, i in (("x", 0), ("y", 1), ("z", 2)):
-            cols[f"grid_{axis}"].append(grid[i] if grid and len(grid) > i else None)
-            cols[f"block_{axis}"].append(block[i] if block and len(block) > i else None)
-        cols["registers"].append(args.registers)
-        shared = args.shared if args.shared is not None else (launch[3] if launch is not None else None)
-        cols["shared_mem_bytes"].append(shared)
-        cols["launch_ns"].append(to_abs(launch[0]) if launch is not None else None)
-        cols["launch_tid"].append(launch[1] if launch is not None else None)
-    cols_any: dict[str, Any] = cols
-    cols_any["rank"] = [rank] * len(c.gpu)
-    kernels = kernel_table(cols_any)
+    for axis in "xyz":
+        cols["grid_" + axis] = _nullable(grids.pop(axis), np.int32)
+        cols["block_" + axis] = _nullable(g.pop("block_" + axis), np.int32)
+    kernels = kernel_table(cols)
 
-    rcols: dict[str, list[Any]] = {k: [] for k in ("name", "start_ns", "end_ns", "domain", "device", "pid", "tid")}
-    for name, ts, dur, domain, pid, tid in c.ranges:
-        start = to_abs(ts)
-        rcols["name"].append(name)
-        rcols["start_ns"].append(start)
-        rcols["end_ns"].append(start + max(us_to_ns(dur), 0))
-        rcols["domain"].append(domain)
-        rcols["device"].append(pid if domain == "gpu" else -1)
-        rcols["pid"].append(pid)
-        rcols["tid"].append(tid)
+    times = np.concatenate(c.range_times, axis=1) if c.range_times else np.zeros((2, 0), dtype=np.int64)
+    r_start = times[0] + base
+    rcols = {
+        "name": [r[0] for r in c.ranges],
+        "start_ns": r_start,
+        "end_ns": r_start + np.maximum(times[1], 0),
+        "domain": [r[1] for r in c.ranges],
+        "device": [r[2] if r[1] == "gpu" else -1 for r in c.ranges],
+        "pid": [r[2] for r in c.ranges],
+        "tid": [r[3] for r in c.ranges],
+    }
     meta = {
         "file": str(path),
         "format": "kineto",
         "rank": rank,
         "rank_source": "distributedInfo" if file_rank is not None else "argument order",
         "clock": "unix_ns (Kineto: CPU and CUPTI/roctracer timestamps in one epoch domain)",
-        "ts_generation": "relative to baseTimeNanoseconds" if base is not None else "epoch microseconds",
+        "ts_generation": "relative to baseTimeNanoseconds" if top.baseTimeNanoseconds else "epoch microseconds",
+        "ts_decoding": "exact decimal" if c.exact else "float64, checked exact to the ns",
         "world_size": dist.world_size if dist is not None else None,
     }
     return Trace(kernels=kernels, ranges=range_table(rcols), meta=meta, warnings=warnings)
@@ -392,13 +586,13 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
 
 def _stream_id(stream: int | str | None, tid: int | str | None) -> int:
     if type(stream) is int:
-        return stream
+        return _int_or_null(stream)
     if isinstance(stream, str):
         try:
-            return int(stream, 0)
+            return _int_or_null(int(stream, 0))
         except ValueError:
             pass
-    return tid if type(tid) is int else -1
+    return _int_or_null(tid) if type(tid) is int else -1
 
 
 def _decode_optional(kind: type, raw: msgspec.Raw) -> Any:
