@@ -1,0 +1,107 @@
+"""Trace ingest: kprof vs HolisticTraceAnalysis (HTA) on the same Kineto trace, seconds and peak RSS.
+
+Each measurement runs in a fresh Python process, which reports its own peak RSS (ru_maxrss) and
+the seconds spent after its imports. kprof does what `kprof trace --format json` does (ingest,
+step/annotation attribution, per-kernel/step/annotation tables, JSON); HTA does
+`TraceAnalysis(trace_dir=…)` (its parse) plus `get_gpu_kernel_breakdown()`.
+
+HTA lives in its own environment (it pulls in jupyterlab and ~90 packages):
+
+    python -m venv /tmp/hta && /tmp/hta/bin/pip install -r benchmarks/requirements-hta.txt
+    python benchmarks/make_large_trace.py traces/llama_eager_decode.pt.trace.json.gz /tmp/t120.json --mb 120
+    python benchmarks/ingest_vs_hta.py /tmp/t120.json --hta-python /tmp/hta/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPORT = """
+import json, resource, time
+t0 = time.perf_counter()
+{work}
+print(json.dumps({{"seconds": time.perf_counter() - t0,
+                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+KPROF = """
+from pathlib import Path
+from kprof.commands.trace import run_trace
+from kprof.report.trace_report import to_json
+t0 = time.perf_counter()
+result = run_trace([Path({path!r})])
+out = json.dumps(to_json(result.tables))
+kernels = result.tables[0].summary["kernels"]
+"""
+
+HTA = """
+from hta.trace_analysis import TraceAnalysis
+t0 = time.perf_counter()
+analysis = TraceAnalysis(trace_dir={trace_dir!r})
+breakdown = analysis.get_gpu_kernel_breakdown(visualize=False)
+"""
+
+
+def measure(python: str, work: str) -> dict[str, float]:
+    code = REPORT.format(work=work)
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"benchmark process failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="+", type=Path)
+    ap.add_argument("--hta-python", help="python of an environment with holistictraceanalysis installed")
+    ap.add_argument("--kprof-runs", type=int, default=3)
+    ap.add_argument("--hta-runs", type=int, default=1)
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+
+    rows = []
+    for trace in args.traces:
+        size_mb = trace.stat().st_size / 1e6
+        kp = [measure(sys.executable, KPROF.format(path=str(trace))) for _ in range(args.kprof_runs)]
+        row = {
+            "trace": trace.name,
+            "size_mb": round(size_mb, 1),
+            "kprof_seconds": statistics.median(r["seconds"] for r in kp),
+            "kprof_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in kp),
+            "kprof_runs": len(kp),
+        }
+        if args.hta_python:
+            with tempfile.TemporaryDirectory() as d:
+                (Path(d) / trace.name).symlink_to(trace.resolve())
+                hta = [measure(args.hta_python, HTA.format(trace_dir=d)) for _ in range(args.hta_runs)]
+            row.update(
+                hta_seconds=statistics.median(r["seconds"] for r in hta),
+                hta_peak_rss_mb=statistics.median(r["peak_rss_mb"] for r in hta),
+                hta_runs=len(hta),
+            )
+            row["speedup"] = row["hta_seconds"] / row["kprof_seconds"]
+            row["memory_ratio"] = row["kprof_peak_rss_mb"] / row["hta_peak_rss_mb"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    print("\n| trace | MB | kprof s | kprof peak MB | HTA s | HTA peak MB | speed-up | memory ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        hta = (
+            f"{r['hta_seconds']:.2f} | {r['hta_peak_rss_mb']:.0f} | {r['speedup']:.1f}× | {r['memory_ratio']:.2f}"
+            if "hta_seconds" in r
+            else "– | – | – | –"
+        )
+        print(f"| {r['trace']} | {r['size_mb']} | {r['kprof_seconds']:.2f} | {r['kprof_peak_rss_mb']:.0f} | {hta} |")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
