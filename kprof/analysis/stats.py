@@ -1,0 +1,234 @@
+"""Paired-round statistics: estimates, exact intervals, tests, multiplicity, verdicts, attribution.
+
+Everything works on per-round log-ratios ``d_r = ln(t_leg,r / t_ref,r)`` (measurement.md §4.4):
+rounds are blocks, so slow drift cancels inside each ratio. Reported effects follow kprof's sign
+convention, ``effect_pct = 100·(t_ref / t_leg − 1) = 100·(exp(−d) − 1)``: positive means faster.
+The exact Wilcoxon null distribution gives both the test and the Hodges–Lehmann interval, so the
+two always agree; scipy provides p-values, the sign test, t quantiles, BH and Page's trend test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+
+import numpy as np
+from scipy import stats as sps
+
+ALPHA = 0.05
+VERDICTS = ("FASTER", "SLOWER", "SAME", "UNRESOLVED")
+
+
+@lru_cache(maxsize=128)
+def signed_rank_null(n: int) -> np.ndarray:
+    """P(T+ = t) for t = 0 … n(n+1)/2 under the null (no ties): subset sums of {1..n}, by DP."""
+    dist = np.zeros(n * (n + 1) // 2 + 1)
+    dist[0] = 1.0
+    for k in range(1, n + 1):
+        shifted = np.zeros_like(dist)
+        shifted[k:] = dist[:-k]
+        dist = (dist + shifted) / 2.0
+    return dist
+
+
+def walsh_index(n: int, alpha: float = ALPHA) -> int:
+    """Largest c with P(T+ ≤ c − 1) ≤ α/2; the interval is [W(c), W(M+1−c)] (1-based). 0: none exists."""
+    cdf = np.cumsum(signed_rank_null(n))
+    # P(T+ <= c-1) = cdf[c-1]; c = 1 always has P(T+ <= 0) = 2^-n.
+    ok = np.flatnonzero(cdf <= alpha / 2 + 1e-12)
+    return int(ok[-1]) + 1 if len(ok) else 0
+
+
+def walsh_averages(d: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(len(d))
+    return np.sort((d[i] + d[j]) / 2.0)
+
+
+def hodges_lehmann(d: Sequence[float], alpha: float = ALPHA) -> tuple[float, float, float]:
+    """Hodges–Lehmann estimate with its exact distribution-free (Walsh-average) interval.
+
+    Returns (estimate, low, high); the interval is (−inf, inf) when n is too small for level 1 − α.
+    """
+    x = np.asarray(d, dtype=float)
+    w = walsh_averages(x)
+    est = float(np.median(w))
+    c = walsh_index(len(x), alpha)
+    if c == 0:
+        return est, -math.inf, math.inf
+    return est, float(w[c - 1]), float(w[len(w) - c])
+
+
+def wilcoxon_p(d: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p (exact when scipy can be, else its normal approximation)."""
+    x = np.asarray(d, dtype=float)
+    if len(x) == 0 or np.all(x == 0):
+        return 1.0
+    return float(sps.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def sign_test_p(d: Sequence[float]) -> float:
+    """Two-sided sign test (ties dropped): 5 of 5 rounds on one side gives 0.0625."""
+    x = np.asarray(d, dtype=float)
+    pos, neg = int((x > 0).sum()), int((x < 0).sum())
+    if pos + neg == 0:
+        return 1.0
+    return float(sps.binomtest(pos, pos + neg, 0.5).pvalue)
+
+
+def median_interval(d: Sequence[float], alpha: float = ALPHA) -> tuple[float, float]:
+    """Distribution-free interval for the median from order statistics: [d(k), d(n−k+1)]."""
+    x = np.sort(np.asarray(d, dtype=float))
+    n = len(x)
+    k = 0
+    while k + 1 <= n and sps.binom.cdf(k, n, 0.5) <= alpha / 2:
+        k += 1
+    if k == 0:
+        return -math.inf, math.inf
+    return float(x[k - 1]), float(x[n - k])
+
+
+def benjamini_hochberg(pvalues: Sequence[float], q: float = ALPHA) -> np.ndarray:
+    """Which hypotheses BH rejects at false-discovery rate q."""
+    p = np.asarray(pvalues, dtype=float)
+    if len(p) == 0:
+        return np.zeros(0, dtype=bool)
+    return sps.false_discovery_control(p, method="bh") <= q
+
+
+def noise_sigma(d: Sequence[float]) -> float:
+    """Robust SD of per-round log-ratios: 1.4826 × MAD (falls back to the SD when MAD is 0)."""
+    x = np.asarray(d, dtype=float)
+    mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    return mad if mad > 0 else float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
+
+
+def noise_floor(sigma: float, rounds: int, alpha: float = ALPHA) -> float:
+    """95% half-width of an A/A comparison: t(1−α/2, R−1)·σ/√R (log units)."""
+    return float(sps.t.ppf(1 - alpha / 2, rounds - 1) * sigma / math.sqrt(rounds)) if rounds > 1 else math.inf
+
+
+def minimum_detectable_effect(sigma: float, rounds: int, alpha: float = ALPHA, power: float = 0.8) -> float:
+    """Smallest true shift found with probability ``power``: (t(1−α/2) + t(power))·σ/√R, ×1.02 (Wilcoxon)."""
+    if rounds < 2:
+        return math.inf
+    t = sps.t.ppf(1 - alpha / 2, rounds - 1) + sps.t.ppf(power, rounds - 1)
+    return float(1.02 * t * sigma / math.sqrt(rounds))
+
+
+def rounds_needed(sigma: float, delta: float, alpha: float = ALPHA, power: float = 0.8) -> int:
+    """Rounds for a target effect δ (log units): ((z(1−α/2) + z(power))·σ/δ)² + 2."""
+    if delta <= 0:
+        return 0
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    return math.ceil((z * sigma / delta) ** 2 + 2)
+
+
+def to_pct(d: float) -> float:
+    """Log-ratio ln(t_leg/t_ref) → effect in percent, positive = faster."""
+    return 100.0 * (math.exp(-d) - 1.0) if math.isfinite(d) else (-math.inf if d > 0 else math.inf)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One comparison (leg vs reference, or a derived per-round quantity) with its verdict."""
+
+    rounds: int
+    estimate: float  # Hodges–Lehmann, log units (ln t_leg/t_ref)
+    low: float
+    high: float
+    p_wilcoxon: float
+    p_sign: float
+    verdict: str = "UNRESOLVED"
+
+    @property
+    def effect_pct(self) -> float:
+        return to_pct(self.estimate)
+
+    @property
+    def ci_low_pct(self) -> float:  # the faster end of the log interval is its low end
+        return to_pct(self.high)
+
+    @property
+    def ci_high_pct(self) -> float:
+        return to_pct(self.low)
+
+
+def estimate(d: Sequence[float], alpha: float = ALPHA) -> Effect:
+    x = np.asarray(d, dtype=float)
+    hl, lo, hi = hodges_lehmann(x, alpha)
+    return Effect(len(x), hl, lo, hi, wilcoxon_p(x), sign_test_p(x))
+
+
+def verdict(effect: Effect, threshold: float) -> str:
+    """FASTER / SLOWER when the interval excludes 0 and |estimate| ≥ threshold; SAME when the whole
+    interval lies inside ±threshold (equivalence); UNRESOLVED otherwise. ``threshold`` in log units."""
+    if -threshold < effect.low and effect.high < threshold:
+        return "SAME"
+    excludes_zero = effect.low > 0 or effect.high < 0
+    if excludes_zero and abs(effect.estimate) >= threshold:
+        return "FASTER" if effect.estimate < 0 else "SLOWER"
+    return "UNRESOLVED"
+
+
+def with_verdict(effect: Effect, threshold: float) -> Effect:
+    return Effect(
+        effect.rounds,
+        effect.estimate,
+        effect.low,
+        effect.high,
+        effect.p_wilcoxon,
+        effect.p_sign,
+        verdict(effect, threshold),
+    )
+
+
+def pct_threshold_to_log(pct: float) -> float:
+    """A practical threshold in percent (0.5) → log units, symmetric: ln(1 + pct/100)."""
+    return math.log1p(pct / 100.0)
+
+
+# --- attribution over lever subsets ------------------------------------------------------------
+
+
+def shapley(values: np.ndarray, n: int) -> np.ndarray:
+    """Exact Shapley values from v(S) for every subset S, indexed by bitmask (lever i ↔ bit i).
+
+    ``values`` has shape (2**n,) or (rounds, 2**n); v(∅) is values[..., 0]. The result sums to
+    v(N) − v(∅) over levers (efficiency).
+    """
+    v = np.asarray(values, dtype=float)
+    out = np.zeros(v.shape[:-1] + (n,))
+    fact = [math.factorial(k) for k in range(n + 1)]
+    for i in range(n):
+        bit = 1 << i
+        for s in range(1 << n):
+            if s & bit:
+                continue
+            size = bin(s).count("1")
+            weight = fact[size] * fact[n - size - 1] / fact[n]
+            out[..., i] += weight * (v[..., s | bit] - v[..., s])
+    return out
+
+
+def factorial_effects(values: np.ndarray, n: int) -> tuple[np.ndarray, dict[tuple[int, int], np.ndarray]]:
+    """±1-coded 2^n main effects E_i = mean(y|on) − mean(y|off) and two-way interactions E_ij."""
+    y = np.asarray(values, dtype=float)
+    masks = np.arange(1 << n)
+    x = np.array([np.where(masks & (1 << i), 1.0, -1.0) for i in range(n)])  # [n, 2^n]
+    scale = 2.0 / (1 << n)
+    main = scale * (y @ x.T)
+    inter = {(i, j): scale * (y @ (x[i] * x[j])) for i, j in combinations(range(n), 2)}
+    return main, inter
+
+
+def trend_test(blocks: np.ndarray) -> float:
+    """Page's L test for an ordered trend across doses (columns) with rounds as blocks (rows)."""
+    data = np.asarray(blocks, dtype=float)
+    if data.shape[0] < 2 or data.shape[1] < 3:
+        return 1.0
+    increasing = sps.page_trend_test(data).pvalue
+    decreasing = sps.page_trend_test(data[:, ::-1]).pvalue
+    return float(min(1.0, 2 * min(increasing, decreasing)))

@@ -1,0 +1,138 @@
+"""Statistics against measurement.md §4.11's test vectors, scipy, and brute force."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from kprof.analysis import stats as S
+
+D = [0.012, 0.008, -0.003, 0.015, 0.011, 0.009, 0.004, 0.013, 0.010, 0.007]
+
+
+def test_reference_vector_hl_and_intervals() -> None:
+    hl, lo, hi = S.hodges_lehmann(D)
+    assert hl == pytest.approx(0.0095)
+    assert (lo, hi) == pytest.approx((0.0045, 0.012))
+    assert S.median_interval(D) == pytest.approx((0.004, 0.013))
+    assert S.sign_test_p(D) == pytest.approx(0.021484375)
+    assert S.sign_test_p([1, 2, 3, 4, 5]) == pytest.approx(0.0625)
+
+
+@pytest.mark.parametrize(("n", "c"), [(8, 4), (10, 9), (12, 14), (16, 30), (20, 53), (30, 138)])
+def test_walsh_index(n: int, c: int) -> None:
+    assert S.walsh_index(n) == c
+
+
+def test_no_95_interval_below_six_rounds() -> None:
+    assert S.walsh_index(5) == 0
+    assert S.hodges_lehmann([1, 2, 3, 4, 5])[1:] == (-math.inf, math.inf)
+    assert S.median_interval([1, 2, 3, 4, 5]) == (-math.inf, math.inf)
+
+
+def test_null_distribution_by_brute_force() -> None:
+    n = 7
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    for signs in product([0, 1], repeat=n):
+        counts[sum(r + 1 for r, s in enumerate(signs) if s)] += 1
+    assert np.allclose(S.signed_rank_null(n), counts / 2**n)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(-1, 1, allow_nan=False).filter(lambda v: abs(v) > 1e-6), min_size=6, max_size=25, unique=True)
+)
+def test_wilcoxon_matches_exact_null_and_interval_agrees_with_test(d: list[float]) -> None:
+    x = np.array(d)
+    if len(np.unique(np.abs(x))) < len(x):
+        return  # ties in |d|: exact null does not apply
+    ranks = sps.rankdata(np.abs(x))
+    t_plus = ranks[x > 0].sum()
+    null = S.signed_rank_null(len(x))
+    lower = null[: int(t_plus) + 1].sum()
+    upper = null[int(t_plus) :].sum()
+    assert S.wilcoxon_p(x) == pytest.approx(min(1.0, 2 * min(lower, upper)), rel=1e-9)
+    _, lo, hi = S.hodges_lehmann(x)
+    # Duality: the interval excludes 0 exactly when the exact test rejects at the interval's own level.
+    c = S.walsh_index(len(x))
+    attained = 2 * null[:c].sum()
+    assert (lo > 0 or hi < 0) == (S.wilcoxon_p(x) <= attained + 1e-12)
+
+
+def test_interval_coverage_by_simulation() -> None:
+    rng = np.random.default_rng(0)
+    hits = sum(
+        lo <= 0.003 <= hi
+        for lo, hi in (S.hodges_lehmann(0.003 + 0.01 * rng.standard_t(3, 16))[1:] for _ in range(2000))
+    )
+    assert 0.93 <= hits / 2000 <= 0.98
+
+
+def test_benjamini_hochberg_vector() -> None:
+    assert S.benjamini_hochberg([0.001, 0.01, 0.02, 0.04, 0.2]).tolist() == [True, True, True, True, False]
+
+
+def test_shapley_two_and_three_levers() -> None:
+    v2 = np.array([0.0, -0.10, -0.02, -0.15])  # bitmask order: ∅, {0}, {1}, {0,1}
+    assert S.shapley(v2, 2) == pytest.approx([-0.115, -0.035])
+    v3 = np.zeros(8)
+    for subset, value in {
+        (0,): -0.05,
+        (1,): 0.01,
+        (2,): -0.02,
+        (0, 1): -0.06,
+        (0, 2): -0.08,
+        (1, 2): -0.01,
+        (0, 1, 2): -0.10,
+    }.items():
+        v3[sum(1 << i for i in subset)] = value
+    phi = S.shapley(v3, 3)
+    assert phi == pytest.approx([-0.068333, -0.003333, -0.028333], abs=1e-6)
+    assert phi.sum() == pytest.approx(-0.10)
+    main, inter = S.factorial_effects(v3, 3)
+    assert main == pytest.approx([-0.0675, -0.0025, -0.0275])
+    assert inter[(0, 1)] == pytest.approx(-0.0125)
+    assert inter[(0, 2)] == pytest.approx(-0.0075)
+    assert inter[(1, 2)] == pytest.approx(-0.0025)
+
+
+def test_shapley_per_round_rows() -> None:
+    rows = np.array([[0.0, -0.10, -0.02, -0.15], [0.0, -0.2, 0.0, -0.2]])
+    assert S.shapley(rows, 2) == pytest.approx(np.array([[-0.115, -0.035], [-0.2, 0.0]]))
+
+
+def test_sign_convention_and_verdicts() -> None:
+    faster = S.estimate(np.log(np.full(16, 0.98)) + np.linspace(-1e-3, 1e-3, 16))
+    assert faster.effect_pct == pytest.approx(100 * (1 / 0.98 - 1), rel=1e-3)
+    assert faster.ci_low_pct <= faster.effect_pct <= faster.ci_high_pct
+    thr = S.pct_threshold_to_log(0.5)
+    assert S.verdict(faster, thr) == "FASTER"
+    slower = S.estimate(np.log(np.full(16, 1.03)) + np.linspace(-1e-3, 1e-3, 16))
+    assert S.verdict(slower, thr) == "SLOWER" and slower.effect_pct < 0
+    same = S.estimate(np.linspace(-1e-3, 1e-3, 16))
+    assert S.verdict(same, thr) == "SAME"
+    noisy = S.estimate(np.linspace(-0.05, 0.05, 16))
+    assert S.verdict(noisy, thr) == "UNRESOLVED"
+    tiny = S.estimate(np.full(16, 0.001) + np.linspace(-1e-4, 1e-4, 16))  # real but below threshold
+    assert S.verdict(tiny, thr) == "SAME"
+
+
+def test_resolution_formulas_match_the_table() -> None:
+    # measurement.md §5: at R = 16, h/σ = 0.53 and MDE/σ = 0.75 (paired t, before the Wilcoxon factor).
+    assert S.noise_floor(1.0, 16) == pytest.approx(0.53, abs=0.01)
+    assert S.minimum_detectable_effect(1.0, 16) / 1.02 == pytest.approx(0.75, abs=0.01)
+    assert S.noise_sigma([0.0, 1.0, -1.0, 0.5, -0.5]) > 0
+
+
+def test_trend_test_detects_ordered_doses() -> None:
+    rng = np.random.default_rng(1)
+    rising = np.arange(5)[None, :] * 0.01 + 0.001 * rng.standard_normal((16, 5))
+    assert S.trend_test(rising) < 1e-4
+    flat = 0.001 * rng.standard_normal((16, 5))
+    assert S.trend_test(flat) > 0.01
