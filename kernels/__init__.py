@@ -1,0 +1,1 @@
+"""Bundled workloads: one folder per kernel family (kernel, float64 reference, workload)."""

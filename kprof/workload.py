@@ -1,0 +1,152 @@
+"""The workload API: how a kernel family tells kprof what to run, switch, check and count.
+
+A workload declares **features** (named switches, each with the exactness it promises), **cases**
+grouped in named **presets** (``smoke`` small enough for the CPU interpreter, ``pr`` the realistic
+sweep), and implements ``setup`` (allocate one buffer set for a case), ``launch`` (a zero-argument
+callable that runs the kernel(s) for a feature set), ``outputs``, a float64 ``reference`` and the
+bytes/flops of one call. Bundled workloads live in ``kernels/``; a user's file defines
+``WORKLOAD = MyWorkload()`` the same way (see docs/workloads.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import KprofInputError
+
+EXACTNESS = ("bitwise", "ulp", "tolerance")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A switch. ``exactness`` is what turning it on promises against the baseline's outputs:
+    ``bitwise`` (same bytes), ``ulp`` (within ``ulps`` units in the last place), or ``tolerance``
+    (max relative error ≤ ``rtol`` — for legs that reorder a reduction)."""
+
+    name: str
+    exactness: str = "bitwise"
+    ulps: int = 0
+    rtol: float = 0.0
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.exactness not in EXACTNESS:
+            raise ValueError(f"feature {self.name}: exactness must be one of {EXACTNESS}")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One shape/parameter point. ``params`` are passed to ``setup``; names are unique per workload."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parameter that ``--sweep`` may force (dose-response), with the values it accepts."""
+
+    name: str
+    doc: str = ""
+    valid: Callable[[Case, Any], bool] = lambda case, value: True
+
+
+class Workload(ABC):
+    """Base class of every workload. Buffers returned by ``setup`` belong to kprof until the run ends."""
+
+    name: str = ""
+    description: str = ""
+    features: tuple[Feature, ...] = ()
+    presets: Mapping[str, tuple[Case, ...]] = {}
+    sweeps: tuple[Sweep, ...] = ()
+    #: tolerance of the float64 reference check: max |out − ref| / max |ref| per output.
+    reference_rtol: float = 2e-2
+
+    @abstractmethod
+    def setup(self, case: Case, device: str, dtype: str, seed: int) -> Any:
+        """Allocate inputs (seeded random data) and outputs for one buffer set."""
+
+    @abstractmethod
+    def launch(self, state: Any, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
+        """A zero-argument callable running the workload with ``features`` on; ``params`` are forced sweep values."""
+
+    @abstractmethod
+    def outputs(self, state: Any) -> dict[str, Any]:
+        """The tensors a launch writes (poisoned before a checked launch, compared after)."""
+
+    @abstractmethod
+    def reference(self, state: Any) -> dict[str, Any]:
+        """float64 reference values of ``outputs`` for this buffer set's inputs."""
+
+    def bytes_per_call(self, case: Case) -> dict[str, int]:
+        """Bytes one call moves, by convention name (e.g. {"logical": …, "unique": …})."""
+        return {}
+
+    def flops_per_call(self, case: Case) -> int:
+        return 0
+
+    # -- helpers shared by every workload ---------------------------------------------------------
+
+    def feature(self, name: str) -> Feature:
+        for f in self.features:
+            if f.name == name:
+                return f
+        raise KprofInputError("--features", f"{self.name} has no feature {name!r} (has: {self.feature_names})")
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.features)
+
+    def cases(self, preset: str) -> tuple[Case, ...]:
+        if preset not in self.presets:
+            raise KprofInputError("--preset", f"{self.name} has no preset {preset!r} (has: {sorted(self.presets)})")
+        return self.presets[preset]
+
+    def sweep(self, name: str) -> Sweep:
+        for s in self.sweeps:
+            if s.name == name:
+                return s
+        have = [s.name for s in self.sweeps] or "none"
+        raise KprofInputError("--sweep", f"{self.name} cannot force {name!r} (sweepable: {have})")
+
+
+BUNDLED = {
+    "paged_decode": "kernels.paged_decode.workload",
+}
+
+
+def bundled_names() -> list[str]:
+    return sorted(BUNDLED)
+
+
+def load_workload(spec: str) -> Workload:
+    """A bundled name (``paged_decode``) or a path to a Python file that defines ``WORKLOAD``."""
+    if spec in BUNDLED:
+        module = importlib.import_module(BUNDLED[spec])
+        return module.WORKLOAD
+    path = Path(spec)
+    if path.suffix != ".py":
+        raise KprofInputError(spec, f"not a bundled workload ({', '.join(bundled_names())}) nor a .py file")
+    if not path.is_file():
+        raise KprofInputError(spec, "no such file")
+    module_name = f"kprof_user_workload_{abs(hash(path.resolve()))}"
+    loader = importlib.util.spec_from_file_location(module_name, path)
+    if loader is None or loader.loader is None:
+        raise KprofInputError(spec, "cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[module_name] = module
+    try:
+        loader.loader.exec_module(module)
+    except Exception as e:  # a user's file: report its error in one line
+        raise KprofInputError(spec, f"failed to import: {type(e).__name__}: {e}") from None
+    workload = getattr(module, "WORKLOAD", None)
+    if not isinstance(workload, Workload):
+        raise KprofInputError(spec, "defines no WORKLOAD = <kprof.workload.Workload instance>")
+    return workload
