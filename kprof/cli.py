@@ -117,5 +117,130 @@ def trace(
             Console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
 
+class RunFormat(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+
+
+def _render_run(report, fmt: RunFormat) -> None:
+    from kprof.report import run_report as rep
+
+    if fmt is RunFormat.json:
+        sys.stdout.write(json.dumps(rep.to_json(report.effects, report.summaries, report.meta), indent=2) + "\n")
+    elif fmt is RunFormat.md:
+        sys.stdout.write(rep.render_markdown(report.effects, report.summaries, report.meta))
+    else:
+        rep.render_terminal(report.effects, report.summaries, report.meta, Console())
+
+
+@app.command()
+def kernels() -> None:
+    """List the bundled workloads: features (levers), presets and sweepable parameters."""
+    from rich.table import Table
+
+    from kprof.workload import bundled_names, load_workload
+
+    console = Console()
+    for name in bundled_names():
+        w = load_workload(name)
+        console.rule(f"[bold]{name}[/bold] · {w.description}")
+        t = Table(show_header=True)
+        t.add_column("feature")
+        t.add_column("exactness")
+        t.add_column("what it switches")
+        for f in w.features:
+            rule = {"bitwise": "bitwise", "ulp": f"≤ {f.ulps} ulp", "tolerance": f"rel ≤ {f.rtol:g}"}[f.exactness]
+            t.add_row(f.name, rule, f.doc)
+        console.print(t)
+        for preset, cases in w.presets.items():
+            console.print(f"  preset [bold]{preset}[/bold]: " + ", ".join(c.name for c in cases))
+        for s in w.sweeps:
+            console.print(f"  sweep [bold]{s.name}[/bold]: {s.doc}")
+
+
+@app.command()
+def run(
+    workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file defining WORKLOAD.")],
+    preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
+    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    design: Annotated[str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all.")] = "all",
+    target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
+    sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
+    rounds: Annotated[int, typer.Option(help="Timed rounds (plus one burn-in round).")] = 16,
+    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round (default: from the "
+                                                     "kernel's length).")] = None,
+    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed for inputs and leg order.")] = 0,
+    device: Annotated[str | None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, "
+                                                    "host clock).")] = None,
+    dtype: Annotated[str | None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")] = None,
+    threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/WORKLOAD-TIME).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
+    fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
+) -> None:
+    """Run the legs of a workload: correctness gate, then interleaved timed rounds; store every sample."""
+    import time as _time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kprof.commands.report import analyse_run
+    from kprof.commands.run import create_run, execute
+    from kprof.run_store import RunStore
+
+    try:
+        if resume:
+            if out is None:
+                raise KprofInputError("--resume", "needs --out RUN_DIR")
+            store = RunStore(out)
+            store.read_meta()
+        else:
+            name = Path(workload).stem
+            out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
+            store = create_run(out, workload, preset, case, design, target, sweep, rounds, samples, buffer_sets,
+                               seed, device, dtype, threshold, sys.argv[1:])
+        meta = store.read_meta()
+        err = Console(stderr=True)
+        total = len(meta["cases"]) * (meta["rounds"] + 1)
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeRemainingColumn(), console=err, transient=fmt is not RunFormat.table) as progress:
+            task = progress.add_task(f"{meta['workload_name']} rounds", total=total)
+
+            def on_event(event: dict) -> None:
+                kind = event.get("event")
+                if kind == "round":
+                    progress.advance(task)
+                    progress.update(task, description=f"{event['case']} round {event['round']}/{event['rounds']}")
+                elif kind in ("leg_failed", "leg_crashed", "race", "case_failed"):
+                    progress.console.print(f"[yellow]{kind}[/yellow]: {event}")
+
+            execute(store, on_event)
+        report = analyse_run(store.root)
+    except KprofInputError as e:
+        _fail(str(e))
+        return
+    _render_run(report, fmt)
+    Console(stderr=True).print(f"run stored in {store.root}")
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
+    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md (for a PR) or json.")] = RunFormat.table,
+    threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent (default: the run's).")]
+    = None,
+) -> None:
+    """Render a stored run again."""
+    from kprof.commands.report import analyse_run
+
+    try:
+        result = analyse_run(run_dir, threshold)
+    except KprofInputError as e:
+        _fail(str(e))
+        return
+    _render_run(result, fmt)
+
+
 if __name__ == "__main__":
     app()

@@ -86,14 +86,14 @@ def test_kernel_args_with_wrong_types(tmp_path_factory, index: int, key: str, va
 
 
 CSV = (
-    "Kind,Agent_Id,Queue_Id,Stream_Id,Thread_Id,Dispatch_Id,Kernel_Id,Kernel_Name,Correlation_Id,Start_Timestamp,"
-    "End_Timestamp,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Workgroup_Size_X,"
-    "Workgroup_Size_Y,Workgroup_Size_Z,Grid_Size_X,Grid_Size_Y,Grid_Size_Z\n"
-    '"KERNEL_DISPATCH","Agent 4",1,1,852831,1,10,"void addition_kernel<float>(float*, int)",1,1551874061244694,'
-    "1551874061255734,0,0,8,0,16,64,1,1,1024,1024,1\n"
-    '"KERNEL_DISPATCH","Agent 4",1,1,852831,2,11,"triton_poi_fused_add_0",2,1551874061300000,1551874061310000,'
-    "512,0,32,0,16,128,1,1,4096,1,1\n"
-).encode()
+    b"Kind,Agent_Id,Queue_Id,Stream_Id,Thread_Id,Dispatch_Id,Kernel_Id,Kernel_Name,Correlation_Id,Start_Timestamp,"
+    b"End_Timestamp,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Workgroup_Size_X,"
+    b"Workgroup_Size_Y,Workgroup_Size_Z,Grid_Size_X,Grid_Size_Y,Grid_Size_Z\n"
+    b'"KERNEL_DISPATCH","Agent 4",1,1,852831,1,10,"void addition_kernel<float>(float*, int)",1,1551874061244694,'
+    b"1551874061255734,0,0,8,0,16,64,1,1,1024,1024,1\n"
+    b'"KERNEL_DISPATCH","Agent 4",1,1,852831,2,11,"triton_poi_fused_add_0",2,1551874061300000,1551874061310000,'
+    b"512,0,32,0,16,128,1,1,4096,1,1\n"
+)
 
 
 @SETTINGS

@@ -1,0 +1,118 @@
+"""From raw samples of a run to per-leg effects with intervals and verdicts (measurement.md §4–5).
+
+Per (case, leg, round) the within-round statistic is the 20%-trimmed mean of the cold samples;
+per round ``d = ln(t_leg / t_baseline)``; the A/A leg sets the noise floor and gates the case: if
+its interval excludes 0 the case is BIASED and quotes nothing. The practical threshold is
+max(--threshold, the A/A minimum detectable effect). Benjamini–Hochberg runs across every
+comparison in the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from kprof.analysis import stats as S
+
+TRIM = 0.2
+AA_ROLE = "aa"
+
+
+def round_statistics(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case, leg, round) of the timed rounds: trimmed mean and median of the samples (ns)."""
+    timed = samples[~samples["burn_in"]]
+    g = timed.groupby(["case", "leg", "round"], sort=False)["time_ns"]
+    out = g.agg(
+        t_ns=lambda x: float(sps.trim_mean(x.to_numpy(), TRIM)),
+        median_ns="median",
+        n="size",
+    ).reset_index()
+    return out
+
+
+@dataclass
+class CaseSummary:
+    case: str
+    rounds: int
+    sigma_aa: float
+    noise_floor_pct: float
+    mde_pct: float
+    threshold_pct: float
+    aa: S.Effect | None
+    biased: bool
+    quantum_ns: float | None
+
+
+def _quantum(samples: pd.DataFrame) -> float | None:
+    values = np.unique(samples["time_ns"].to_numpy())
+    diffs = np.diff(values)
+    diffs = diffs[diffs > 0.5]
+    return float(diffs.min()) if len(diffs) else None
+
+
+def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
+    """Wide table: rows = rounds, columns = legs, values = ln t (trimmed mean)."""
+    sub = rounds[rounds["case"] == case]
+    return np.log(sub.pivot(index="round", columns="leg", values="t_ns"))
+
+
+def leg_effects(samples: pd.DataFrame, legs: list[dict[str, Any]], threshold_pct: float,
+                bytes_per_call: dict[str, dict[str, int]] | None = None
+                ) -> tuple[pd.DataFrame, dict[str, CaseSummary]]:
+    """Effects of every leg against the baseline, per case; plus a summary (A/A gate, resolution) per case."""
+    rounds = round_statistics(samples)
+    role_of = {d["name"]: set(d["roles"]) for d in legs}
+    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
+    aa_leg = next(d["name"] for d in legs if AA_ROLE in d["roles"])
+    rows: list[dict[str, Any]] = []
+    summaries: dict[str, CaseSummary] = {}
+    for case in pd.unique(rounds["case"]):
+        logs = per_round_logs(rounds, case)
+        if baseline not in logs:
+            continue
+        d_all = logs.sub(logs[baseline], axis=0).dropna(how="any")
+        n = len(d_all)
+        aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg in d_all else None
+        sigma = S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan")
+        mde = S.minimum_detectable_effect(sigma, n) if aa is not None else float("inf")
+        threshold = max(S.pct_threshold_to_log(threshold_pct), mde)
+        biased = aa is not None and (aa.low > 0 or aa.high < 0)
+        if aa is not None:
+            aa = S.with_verdict(aa, threshold)
+        summaries[case] = CaseSummary(
+            case=case, rounds=n, sigma_aa=sigma,
+            noise_floor_pct=100 * (np.exp(S.noise_floor(sigma, n)) - 1) if aa is not None else float("nan"),
+            mde_pct=100 * (np.exp(mde) - 1), threshold_pct=100 * (np.exp(threshold) - 1), aa=aa, biased=biased,
+            quantum_ns=_quantum(samples[samples["case"] == case]),
+        )
+        t_base = np.exp(logs[baseline]).median()
+        declared = [d["name"] for d in legs if d["name"] in logs.columns]
+        for leg in declared:
+            t_med = float(np.exp(logs[leg]).median())
+            row = dict(case=case, leg=leg, roles=sorted(role_of.get(leg, ())), rounds=n, time_us=t_med / 1e3)
+            nbytes = (bytes_per_call or {}).get(case, {})
+            for convention, b in nbytes.items():
+                row[f"gbps_{convention}"] = b / t_med  # bytes per ns = GB/s
+            if leg == baseline:
+                row.update(effect_pct=0.0, ci_low_pct=0.0, ci_high_pct=0.0, p=1.0, p_sign=1.0, verdict="REFERENCE")
+            else:
+                eff = S.with_verdict(S.estimate(d_all[leg].to_numpy()), threshold)
+                row.update(effect_pct=eff.effect_pct, ci_low_pct=eff.ci_low_pct, ci_high_pct=eff.ci_high_pct,
+                           p=eff.p_wilcoxon, p_sign=eff.p_sign, verdict=eff.verdict, estimate=eff.estimate)
+                if biased and leg != aa_leg:
+                    row["verdict"] = "BIASED"
+            row["ratio_to_baseline"] = t_med / t_base
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    if len(table):
+        tested = table["verdict"].isin(["FASTER", "SLOWER", "SAME", "UNRESOLVED"]) & ~table["leg"].eq(aa_leg)
+        table["bh_significant"] = False
+        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
+        # A difference is only called when it survives the false-discovery control of the whole report.
+        demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
+        table.loc[demote, "verdict"] = "UNRESOLVED"
+    return table, summaries

@@ -1,0 +1,33 @@
+"""Analysis of a stored run folder (used by `kprof run` at the end and by `kprof report`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kprof.analysis.run_effects import CaseSummary, leg_effects
+from kprof.errors import KprofInputError
+from kprof.run_store import RunStore
+
+
+@dataclass
+class RunReport:
+    meta: dict[str, Any]
+    effects: pd.DataFrame
+    summaries: dict[str, CaseSummary]
+    checks: pd.DataFrame
+    compile: pd.DataFrame
+
+
+def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
+    store = RunStore(root)
+    meta = store.read_meta()
+    samples = store.read("samples")
+    if samples.empty:
+        raise KprofInputError(root, "holds no finished round yet")
+    threshold = meta.get("threshold_pct", 0.5) if threshold_pct is None else threshold_pct
+    effects, summaries = leg_effects(samples, meta["legs"], threshold, meta.get("bytes_per_call"))
+    return RunReport(meta, effects, summaries, store.read("checks"), store.read("compile"))

@@ -1,0 +1,170 @@
+"""`kprof run`: create (or resume) a run folder and run every case in its own worker process."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from kprof import __version__
+from kprof.errors import KprofInputError
+from kprof.legs import design_legs
+from kprof.run_store import RunStore
+from kprof.workload import Workload, load_workload
+
+MAX_RESTARTS = 4
+
+
+def default_device() -> str:
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict[str, Any]:
+    versions: dict[str, Any] = {"kprof": __version__, "python": platform.python_version()}
+    for name in ("torch", "triton", "numpy"):
+        try:
+            versions[name] = __import__(name).__version__
+        except ImportError:
+            versions[name] = None
+    return versions
+
+
+def parse_sweep(text: str | None, workload: Workload) -> tuple[str, list[Any]] | None:
+    if not text:
+        return None
+    if "=" not in text:
+        raise KprofInputError("--sweep", "expected PARAM=v1,v2,… (e.g. num_splits=1,2,4,8)")
+    name, values = text.split("=", 1)
+    sweep = workload.sweep(name.strip())
+    parsed = []
+    for v in values.split(","):
+        v = v.strip()
+        try:
+            parsed.append(int(v))
+        except ValueError:
+            try:
+                parsed.append(float(v))
+            except ValueError:
+                raise KprofInputError("--sweep", f"{v!r} is not a number") from None
+    if len(parsed) < 2:
+        raise KprofInputError("--sweep", "needs at least two values")
+    return sweep.name, parsed
+
+
+def create_run(
+    out: Path, workload_spec: str, preset: str | None, case_filter: str | None, design: str, target: list[str] | None,
+    sweep: str | None, rounds: int, samples: int | None, buffer_sets: int, seed: int, device: str | None,
+    dtype: str | None, threshold_pct: float, argv: list[str],
+) -> RunStore:
+    workload = load_workload(workload_spec)
+    device = device or default_device()
+    preset = preset or ("smoke" if device == "cpu" else "pr")
+    cases = [c for c in workload.cases(preset) if not case_filter or case_filter in c.name]
+    if not cases:
+        raise KprofInputError("--case", f"no case of preset {preset!r} matches {case_filter!r}")
+    if rounds < 6:
+        raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval (16 is the default)")
+    sweep_spec = parse_sweep(sweep, workload)
+    if sweep_spec is not None:
+        for case in cases:
+            bad = [v for v in sweep_spec[1] if not workload.sweep(sweep_spec[0]).valid(case, v)]
+            if bad:
+                raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
+    for name in target or ():
+        workload.feature(name)
+    legs = design_legs(workload.feature_names, design, target, sweep_spec)
+    meta = {
+        "command": "kprof " + " ".join(argv),
+        "workload": workload_spec,
+        "workload_name": workload.name,
+        "preset": preset,
+        "cases": [c.name for c in cases],
+        "case_params": {c.name: dict(c.params) for c in cases},
+        "features": [asdict(f) for f in workload.features],
+        "design": design,
+        "sweep": list(sweep_spec) if sweep_spec else None,
+        "legs": [
+            {"name": leg.name, "features": sorted(leg.features), "params": [list(p) for p in leg.params],
+             "roles": sorted(leg.roles), "replica": leg.replica}
+            for leg in legs
+        ],
+        "rounds": rounds,
+        "samples": samples,
+        "buffer_sets": buffer_sets,
+        "seed": seed,
+        "device": device,
+        "dtype": dtype or ("float16" if device == "cpu" else "bfloat16"),
+        "threshold_pct": threshold_pct,
+        "bytes_per_call": {c.name: workload.bytes_per_call(c) for c in cases},
+        "flops_per_call": {c.name: workload.flops_per_call(c) for c in cases},
+        "versions": _versions(),
+        "git_revision": _git_revision(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "case_status": {},
+    }
+    store = RunStore(out)
+    store.create(meta)
+    return store
+
+
+def _worker_env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def execute(store: RunStore, on_event: Callable[[dict[str, Any]], None]) -> None:
+    """Run every unfinished case; a worker that dies loses only the leg it was running."""
+    meta = store.read_meta()
+    env = _worker_env(meta["device"])
+    for index, case in enumerate(meta["cases"]):
+        status = meta.get("case_status", {}).get(case, {})
+        if status.get("status") in ("done", "failed"):
+            continue
+        skip: list[str] = sorted(status.get("crashed_legs", []))
+        for _ in range(MAX_RESTARTS + 1):
+            cmd = [sys.executable, "-m", "kprof.runner", str(store.root), str(index), json.dumps(skip)]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    on_event(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+            stderr = proc.stderr.read() if proc.stderr else ""
+            if proc.wait() == 0:
+                break
+            progress_file = store.root / f".progress-c{index:03d}.json"
+            where = json.loads(progress_file.read_text()) if progress_file.exists() else {}
+            reason = (stderr.strip().splitlines() or ["worker exited"])[-1]
+            leg = where.get("leg")
+            if where.get("step") in ("check", "capture") and leg and leg not in ("baseline",):
+                skip.append(leg)
+                store.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
+                on_event({"event": "leg_crashed", "case": case, "leg": leg, "reason": reason})
+                continue
+            store.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
+            on_event({"event": "case_failed", "case": case, "reason": reason})
+            break

@@ -1,0 +1,33 @@
+"""Timers: device time from CUDA/HIP events over captured graphs, or the host clock on a CPU.
+
+A timer prepares each (leg, buffer set) once, then times whole rounds: every sample of every leg
+in the round's order is enqueued, and the round is synchronised once. It reports what clock it
+used, so no host-clock number is ever mistaken for device time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Protocol
+
+Item = Hashable  # (leg index, buffer set)
+
+
+class Timer(Protocol):
+    #: written into every sample row's ``timer`` column
+    label: str
+
+    def prepare(self, item: Item, fn: Callable[[], None]) -> None:
+        """Make ``fn`` ready to time (capture a graph on a GPU); ``fn`` has already run eagerly."""
+
+    def replay(self, item: Item) -> None:
+        """Run the prepared item once, untimed (correctness checks between rounds)."""
+
+    def time_round(self, items: Sequence[Item], samples: int) -> dict[Item, list[float]]:
+        """``samples`` timings (ns) of each item, in the given order."""
+
+    def round_conditions(self) -> dict[str, Any]:
+        """Clock, temperature and throttle state read after a round (empty where unknown)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the run's metadata should record about this timer (flush size, quantum, ...)."""

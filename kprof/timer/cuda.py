@@ -1,0 +1,139 @@
+"""Device time from CUDA (or HIP) events around captured graphs, with a cold-cache flush.
+
+One cold sample (measurement.md §4.1): ``flush.zero_()`` — a memset of max(512 MiB, 2 × L2)
+bytes (1 GiB on AMD parts, whose Infinity Cache is larger than L2) that also keeps the GPU busy
+while the host queues the rest — then start event, ``graph.replay()``, stop event. A whole round is
+enqueued before one synchronisation. Each graph is replayed once untimed after capture (the first
+replay of a new graph runs slow). Captured graphs do not keep their tensors alive: the caller
+holds every buffer for as long as the timer lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from kprof.timer import Item
+
+MIB = 1 << 20
+CUDA_LABEL = "cuda-events (device time, graph replay, cold L2)"
+
+
+def flush_bytes(device: torch.device) -> int:
+    props = torch.cuda.get_device_properties(device)
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+    is_amd = torch.version.hip is not None
+    return max(1024 * MIB if is_amd else 512 * MIB, 2 * l2)
+
+
+class _Nvml:
+    """SM/memory clocks, temperature, power and throttle reasons through nvidia-ml-py, if present."""
+
+    def __init__(self, index: int) -> None:
+        self.handle = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nv = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # no NVML (ROCm, containers without the library): record nothing
+            self.handle = None
+
+    def read(self) -> dict[str, Any]:
+        if self.handle is None:
+            return {}
+        nv, h = self.nv, self.handle
+        out: dict[str, Any] = {}
+        for key, call in (
+            ("sm_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+            ("mem_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
+            ("temperature_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+            ("power_w", lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
+            ("throttle_reasons", lambda: int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))),
+        ):
+            try:
+                out[key] = call()
+            except Exception:
+                continue
+        return out
+
+
+class CudaEventTimer:
+    label = CUDA_LABEL
+
+    def __init__(self, device: str = "cuda") -> None:
+        self.device = torch.device(device)
+        self.flush_bytes = flush_bytes(self.device)
+        self.flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device=self.device)
+        self.graphs: dict[Item, torch.cuda.CUDAGraph] = {}
+        self.stream = torch.cuda.Stream(self.device)
+        self.nvml = _Nvml(self.device.index or 0)
+
+    def prepare(self, item: Item, fn: Callable[[], None]) -> None:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(self.stream):
+            fn()  # warm-up on the capture stream
+        torch.cuda.current_stream().wait_stream(self.stream)
+        with torch.cuda.graph(graph, stream=self.stream):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize(self.device)
+        self.graphs[item] = graph
+
+    def replay(self, item: Item) -> None:
+        self.graphs[item].replay()
+
+    def time_round(self, items: Sequence[Item], samples: int) -> dict[Item, list[float]]:
+        events: list[tuple[Item, torch.cuda.Event, torch.cuda.Event]] = []
+        for item in items:
+            graph = self.graphs[item]
+            for _ in range(samples):
+                start = torch.cuda.Event(enable_timing=True)
+                stop = torch.cuda.Event(enable_timing=True)
+                self.flush.zero_()
+                start.record()
+                graph.replay()
+                stop.record()
+                events.append((item, start, stop))
+        torch.cuda.synchronize(self.device)
+        out: dict[Item, list[float]] = {}
+        for item, start, stop in events:
+            out.setdefault(item, []).append(start.elapsed_time(stop) * 1e6)
+        return out
+
+    def round_conditions(self) -> dict[str, Any]:
+        return self.nvml.read()
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 10) -> float:
+        """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (median)."""
+        src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=self.device).normal_()
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        times = []
+        for _ in range(repeats):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self.flush.zero_()
+            start.record()
+            dst.copy_(src)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) * 1e6)
+        del src, dst
+        return 2 * (nbytes // 2) * 2 / sorted(times)[len(times) // 2]
+
+    def describe(self) -> dict[str, Any]:
+        props = torch.cuda.get_device_properties(self.device)
+        return {
+            "timer": self.label,
+            "flush": "memset",
+            "flush_bytes": self.flush_bytes,
+            "device_name": props.name,
+            "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
+            "sms": props.multi_processor_count,
+            "nvml": self.nvml.handle is not None,
+            "copy_gbps": self.copy_bandwidth(),
+            "conditions_at_start": self.nvml.read(),
+        }
