@@ -1,14 +1,12 @@
-"""paged_decode under the Triton interpreter (fp16/fp32 at smoke shapes): reference and lever exactness."""
+"""paged_decode at smoke shapes in fp16/fp32 (under the Triton interpreter without a GPU): reference
+and lever exactness. bf16 and realistic shapes are in test_gpu.py."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 import torch
 
+from conftest import DEVICE, HAS_GPU
 from kernels.paged_decode.workload import WORKLOAD
 from kprof.workload import Case
 
@@ -16,7 +14,7 @@ LEVERS = WORKLOAD.feature_names
 
 
 def _run(case: Case, features: frozenset[str], dtype: str = "float16", params=None, seed: int = 0):
-    state = WORKLOAD.setup(case, "cpu", dtype, seed)
+    state = WORKLOAD.setup(case, DEVICE, dtype, seed)
     state.out.fill_(float("nan"))
     WORKLOAD.launch(state, features, params or {})()
     return state
@@ -30,7 +28,9 @@ def test_matches_float64_reference(case: Case, features: frozenset[str], dtype: 
     ref = WORKLOAD.reference(state)["out"]
     err = (state.out.double() - ref).abs().max() / ref.abs().max()
     assert not torch.isnan(state.out).any()
-    assert err < (2e-3 if dtype == "float16" else 1e-5)
+    # fp32 tl.dot runs as TF32 on NVIDIA GPUs (10-bit mantissa products), exact fp32 in the interpreter.
+    fp32_tol = 5e-3 if HAS_GPU else 1e-5
+    assert err < (2e-3 if dtype == "float16" else fp32_tol)
 
 
 @pytest.mark.parametrize("lever", ["prefetch_pages", "skip_masked_tiles"])
@@ -56,7 +56,7 @@ def test_forced_split_counts_agree(splits: int) -> None:
     case = WORKLOAD.cases("smoke")[1]
     state = _run(case, frozenset({"grouped_heads"}), "float32", {"num_splits": splits})
     ref = WORKLOAD.reference(state)["out"]
-    assert ((state.out.double() - ref).abs().max() / ref.abs().max()) < 1e-5
+    assert ((state.out.double() - ref).abs().max() / ref.abs().max()) < (5e-3 if HAS_GPU else 1e-5)
 
 
 def test_window_smaller_than_a_tile_and_short_sequences() -> None:
@@ -64,4 +64,4 @@ def test_window_smaller_than_a_tile_and_short_sequences() -> None:
     for features in (frozenset(), frozenset(LEVERS)):
         state = _run(case, features, "float32")
         ref = WORKLOAD.reference(state)["out"]
-        assert ((state.out.double() - ref).abs().max() / ref.abs().max()) < 1e-5
+        assert ((state.out.double() - ref).abs().max() / ref.abs().max()) < (5e-3 if HAS_GPU else 1e-5)
