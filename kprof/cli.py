@@ -159,6 +159,79 @@ def kernels() -> None:
             console.print(f"  sweep [bold]{s.name}[/bold]: {s.doc}")
 
 
+def _execute_and_report(store, fmt: RunFormat, calibration: bool = False) -> None:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kprof.commands.report import analyse_run
+    from kprof.commands.run import execute
+
+    meta = store.read_meta()
+    err = Console(stderr=True)
+    total = len(meta["cases"]) * (meta["rounds"] + 1)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=fmt is not RunFormat.table,
+    ) as progress:
+        task = progress.add_task(f"{meta['workload_name']} rounds", total=total)
+
+        def on_event(event: dict) -> None:
+            kind = event.get("event")
+            if kind == "round":
+                progress.advance(task)
+                progress.update(task, description=f"{event['case']} round {event['round']}/{event['rounds']}")
+            elif kind in ("leg_failed", "leg_crashed", "race", "case_failed"):
+                progress.console.print(f"[yellow]{kind}[/yellow]: {event}")
+
+        execute(store, on_event)
+    report = analyse_run(store.root)
+    _render_run(report, fmt)
+    if calibration:
+        _render_calibration(report, fmt)
+    Console(stderr=True).print(f"run stored in {store.root}")
+
+
+def _render_calibration(report, fmt: RunFormat) -> None:
+    from kprof.report import run_report as rep
+
+    if fmt is RunFormat.json:
+        return  # the JSON of the run already holds every leg; calibration rows follow in report --format json
+    text = rep.render_calibration(report.calibration, report.sign_rule, report.effects, fmt is RunFormat.md)
+    if fmt is RunFormat.md:
+        sys.stdout.write(text)
+    else:
+        Console().print(text)
+
+
+def _start(out: Path | None, resume: bool, request) -> object:
+    import time as _time
+
+    from kprof.commands.run import create_run
+    from kprof.run_store import RunStore
+
+    if resume:
+        if out is None:
+            raise KprofInputError("--resume", "needs --out RUN_DIR")
+        store = RunStore(out)
+        store.read_meta()
+        return store
+    name = Path(request.workload).stem
+    out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    return create_run(out, request)
+
+
+def _floats(text: str | None, option: str) -> list[float]:
+    if not text:
+        return []
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise KprofInputError(option, f"expected comma-separated numbers, got {text!r}") from None
+
+
 @app.command()
 def run(
     workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file defining WORKLOAD.")],
@@ -168,12 +241,22 @@ def run(
     target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
     sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
     rounds: Annotated[int, typer.Option(help="Timed rounds (plus one burn-in round).")] = 16,
-    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round (default: from the "
-                                                     "kernel's length).")] = None,
+    samples: Annotated[
+        int | None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
+    ] = None,
     buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.")] = 4,
+    buffers: Annotated[
+        str,
+        typer.Option(
+            help="shared: all legs of a round share a buffer set (kprof); per-leg: "
+            "each leg owns its buffers (the PR method, for comparison)."
+        ),
+    ] = "shared",
+    aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
     seed: Annotated[int, typer.Option(help="Seed for inputs and leg order.")] = 0,
-    device: Annotated[str | None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, "
-                                                    "host clock).")] = None,
+    device: Annotated[
+        str | None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, host clock).")
+    ] = None,
     dtype: Annotated[str | None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")] = None,
     threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/WORKLOAD-TIME).")] = None,
@@ -181,55 +264,88 @@ def run(
     fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
 ) -> None:
     """Run the legs of a workload: correctness gate, then interleaved timed rounds; store every sample."""
-    import time as _time
-
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from kprof.commands.report import analyse_run
-    from kprof.commands.run import create_run, execute
-    from kprof.run_store import RunStore
+    from kprof.commands.run import RunRequest
 
     try:
-        if resume:
-            if out is None:
-                raise KprofInputError("--resume", "needs --out RUN_DIR")
-            store = RunStore(out)
-            store.read_meta()
-        else:
-            name = Path(workload).stem
-            out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
-            store = create_run(out, workload, preset, case, design, target, sweep, rounds, samples, buffer_sets,
-                               seed, device, dtype, threshold, sys.argv[1:])
-        meta = store.read_meta()
-        err = Console(stderr=True)
-        total = len(meta["cases"]) * (meta["rounds"] + 1)
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeRemainingColumn(), console=err, transient=fmt is not RunFormat.table) as progress:
-            task = progress.add_task(f"{meta['workload_name']} rounds", total=total)
-
-            def on_event(event: dict) -> None:
-                kind = event.get("event")
-                if kind == "round":
-                    progress.advance(task)
-                    progress.update(task, description=f"{event['case']} round {event['round']}/{event['rounds']}")
-                elif kind in ("leg_failed", "leg_crashed", "race", "case_failed"):
-                    progress.console.print(f"[yellow]{kind}[/yellow]: {event}")
-
-            execute(store, on_event)
-        report = analyse_run(store.root)
+        request = RunRequest(
+            workload,
+            preset,
+            case,
+            design,
+            target,
+            sweep,
+            rounds,
+            samples,
+            buffer_sets,
+            buffers,
+            seed,
+            device,
+            dtype,
+            threshold,
+            [],
+            aa_copies,
+            sys.argv[1:],
+        )
+        _execute_and_report(_start(out, resume, request), fmt)
     except KprofInputError as e:
         _fail(str(e))
-        return
-    _render_run(report, fmt)
-    Console(stderr=True).print(f"run stored in {store.root}")
+
+
+@app.command()
+def calibrate(
+    workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
+    preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
+    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    target: Annotated[list[str] | None, typer.Option(help="Features of the leg to plant into (default: all).")] = None,
+    plant: Annotated[str, typer.Option(help="Planted delays, percent of the leg's time.")] = "0.5,1,2",
+    aa_copies: Annotated[int, typer.Option(help="Independent A/A copies.", min=1)] = 3,
+    rounds: Annotated[int, typer.Option(help="Timed rounds.")] = 16,
+    buffers: Annotated[str, typer.Option(help="shared (kprof) or per-leg (the PR method).")] = "shared",
+    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round.")] = None,
+    device: Annotated[str | None, typer.Option(help="cuda or cpu.")] = None,
+    dtype: Annotated[str | None, typer.Option(help="Data type.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
+    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+) -> None:
+    """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
+    from kprof.commands.run import RunRequest
+
+    try:
+        plants = _floats(plant, "--plant")
+        if not plants:
+            raise KprofInputError("--plant", "needs at least one delay")
+        request = RunRequest(
+            workload,
+            preset,
+            case,
+            "endpoints",
+            target,
+            None,
+            rounds,
+            samples,
+            4,
+            buffers,
+            seed,
+            device,
+            dtype,
+            0.5,
+            plants,
+            aa_copies,
+            sys.argv[1:],
+        )
+        _execute_and_report(_start(out, False, request), fmt, calibration=True)
+    except KprofInputError as e:
+        _fail(str(e))
 
 
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md (for a PR) or json.")] = RunFormat.table,
-    threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent (default: the run's).")]
-    = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
+    ] = None,
 ) -> None:
     """Render a stored run again."""
     from kprof.commands.report import analyse_run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 
@@ -39,10 +39,8 @@ def recording_launches() -> Iterator[set[int]]:
     previous = knobs.runtime.launch_enter_hook
 
     def hook(metadata: Any) -> None:
-        try:
+        with suppress(Exception):  # a launch without metadata is simply not recorded
             handles.add(int(metadata.get()["function"]))
-        except Exception:
-            pass
         if previous is not None:
             previous(metadata)
 
@@ -63,12 +61,14 @@ def compile_metadata(call: Callable[[], None], module_prefixes: tuple[str, ...])
             if int(getattr(kernel, "function", 0) or 0) not in handles:
                 continue
             meta = kernel.metadata
-            rows.append({
-                "kernel": kernel.name,
-                "num_warps": getattr(meta, "num_warps", None),
-                "num_stages": getattr(meta, "num_stages", None),
-                "shared_bytes": getattr(meta, "shared", None),
-                "registers": getattr(kernel, "n_regs", None),
-                "spills": getattr(kernel, "n_spills", None),
-            })
+            rows.append(
+                {
+                    "kernel": kernel.name,
+                    "num_warps": getattr(meta, "num_warps", None),
+                    "num_stages": getattr(meta, "num_stages", None),
+                    "shared_bytes": getattr(meta, "shared", None),
+                    "registers": getattr(kernel, "n_regs", None),
+                    "spills": getattr(kernel, "n_spills", None),
+                }
+            )
     return rows

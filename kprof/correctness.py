@@ -84,8 +84,13 @@ class CheckResult:
     detail: str = ""
 
 
-def compare(outputs: dict[str, torch.Tensor], baseline: dict[str, torch.Tensor],
-            reference: dict[str, torch.Tensor] | None, rule: Rule, reference_rtol: float) -> CheckResult:
+def compare(
+    outputs: dict[str, torch.Tensor],
+    baseline: dict[str, torch.Tensor],
+    reference: dict[str, torch.Tensor] | None,
+    rule: Rule,
+    reference_rtol: float,
+) -> CheckResult:
     worst_base = 0.0
     worst_ref = 0.0
     ok = True

@@ -52,12 +52,13 @@ def design_legs(
     design: str = "all",
     target: Iterable[str] | None = None,
     sweep: tuple[str, Sequence[Any]] | None = None,
+    aa_copies: int = 1,
 ) -> list[Leg]:
     """The legs of a design over ``features`` (in declared order).
 
     endpoints: baseline and target; add-one: baseline + f; leave-one-out: target − f; factorial:
     every subset (≤ 6 features); all: add-one, leave-one-out and, when small enough, factorial.
-    A sweep adds the target at each forced value. The A/A leg is always added.
+    A sweep adds the target at each forced value. The A/A leg (``aa_copies`` of them) is always added.
     """
     if design not in DESIGNS:
         raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
@@ -88,8 +89,24 @@ def design_legs(
         name, values = sweep
         for v in values:
             add(full, "sweep", ((name, v),))
-    legs = [
-        Leg(leg_name(fs, features, params), fs, params, frozenset(roles)) for (fs, params), roles in wanted.items()
+    legs = [Leg(leg_name(fs, features, params), fs, params, frozenset(roles)) for (fs, params), roles in wanted.items()]
+    copies = max(aa_copies, 1)
+    legs += [
+        Leg("baseline (A/A)" if copies == 1 else f"baseline (A/A {i})", frozenset(), (), frozenset({"aa"}), replica=i)
+        for i in range(1, copies + 1)
     ]
-    legs.append(Leg("baseline (A/A)", frozenset(), (), frozenset({"aa"}), replica=1))
+    return legs
+
+
+def calibration_legs(features: Iterable[str], plants: Sequence[float], aa_copies: int) -> list[Leg]:
+    """Calibration: one configuration, its A/A copies, the same plus planted spins, and each spin alone."""
+    fs = frozenset(features)
+    name = "+".join(sorted(fs)) or "baseline"
+    legs = [Leg(name, fs, (), frozenset({"baseline"}))]
+    legs += [
+        Leg(f"{name} (A/A {i})" if aa_copies > 1 else f"{name} (A/A)", fs, (), frozenset({"aa"}), replica=i)
+        for i in range(1, aa_copies + 1)
+    ]
+    legs += [Leg(f"{name} + planted {p:g}%", fs, (("plant_pct", p),), frozenset({"planted"})) for p in plants]
+    legs += [Leg(f"spin {p:g}% alone", frozenset(), (("spin_pct", p),), frozenset({"spin"})) for p in plants]
     return legs

@@ -19,6 +19,7 @@ import pandas as pd
 
 from kprof.correctness import compare, poison, rule_for
 from kprof.legs import Leg
+from kprof.planting import PLANT, SPIN, spin, split_params
 from kprof.run_store import RunStore
 from kprof.schedule import round_orders
 from kprof.workload import load_workload
@@ -34,8 +35,13 @@ def emit(**event: Any) -> None:
 
 def legs_from_meta(meta: dict[str, Any]) -> list[Leg]:
     return [
-        Leg(d["name"], frozenset(d["features"]), tuple((k, v) for k, v in d["params"]), frozenset(d["roles"]),
-            d["replica"])
+        Leg(
+            d["name"],
+            frozenset(d["features"]),
+            tuple((k, v) for k, v in d["params"]),
+            frozenset(d["roles"]),
+            d["replica"],
+        )
         for d in meta["legs"]
     ]
 
@@ -77,13 +83,19 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
     case = next(c for c in workload.cases(meta["preset"]) if c.name == meta["cases"][case_index])
     device, dtype, seed = meta["device"], meta["dtype"], int(meta["seed"])
     legs = [leg for leg in legs_from_meta(meta) if leg.name not in skip]
+    per_leg_buffers = meta.get("buffers", "shared") == "per-leg"
     progress = root / f".progress-c{case_index:03d}.json"
 
     def at(step: str, leg: str | None = None) -> None:
         progress.write_text(json.dumps({"step": step, "leg": leg}))
 
+    def buffer_set(li: int, r: int) -> int:
+        """Shared protocol: every leg of round r uses set r mod K. Per-leg (the PR method): leg i owns set i."""
+        return li if per_leg_buffers else r % n_sets
+
     at("setup")
-    states = [workload.setup(case, device, dtype, seed * 1000 + k) for k in range(int(meta["buffer_sets"]))]
+    n_sets = len(legs) if per_leg_buffers else int(meta["buffer_sets"])
+    states = [workload.setup(case, device, dtype, seed * 1000 + k) for k in range(n_sets)]
     timer = _make_timer(device)
     store.update(timer=timer.label, timer_info=timer.describe())
     checks: list[dict[str, Any]] = []
@@ -93,34 +105,53 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
     failed: dict[str, str] = {}
     features = {f.name: f for f in workload.features}
     module_prefixes = (type(workload).__module__.rsplit(".", 1)[0],)
+    plants = {li: split_params(dict(leg.params)) for li, leg in enumerate(legs)}
 
     from kprof.compile_info import compile_metadata
 
+    def check_row(leg: Leg, r: int, k: int, res: Any) -> dict[str, Any]:
+        return dict(
+            case=case.name,
+            leg=leg.name,
+            round=r,
+            buffer_set=k,
+            rule=res.rule,
+            passed=res.passed,
+            vs_baseline=res.vs_baseline,
+            vs_reference=res.vs_reference,
+            detail=res.detail or "",
+        )
+
     for k, state in enumerate(states):
         at("baseline", "baseline")
-        base_fn = workload.launch(state, frozenset(), {})
         poison(workload.outputs(state))
-        base_fn()
+        workload.launch(state, frozenset(), {})()
         _sync(device)
         baseline_outputs.append(_clone(workload.outputs(state)))
         reference = workload.reference(state) if k == 0 else None
         for li, leg in enumerate(legs):
-            if leg.name in failed:
+            params, plant = plants[li]
+            if leg.name in failed or (per_leg_buffers and k != li):
                 continue
+            if plant is not None and plant[0] == SPIN:
+                continue  # the spin alone writes no output: nothing to check
             at("check", leg.name)
-            fn = workload.launch(state, leg.features, dict(leg.params))
+            fn = workload.launch(state, leg.features, params)
             poison(workload.outputs(state))
-            if k == 0 and device != "cpu":  # the interpreter compiles nothing
+            if k == 0 and device != "cpu" and plant is None:  # the interpreter compiles nothing
                 rows = compile_metadata(fn, module_prefixes)
                 compile_rows += [dict(r, case=case.name, leg=leg.name) for r in rows]
             else:
                 fn()
             _sync(device)
-            res = compare(workload.outputs(state), baseline_outputs[k], reference,
-                          rule_for(features[f] for f in leg.features), workload.reference_rtol)
-            checks.append(dict(case=case.name, leg=leg.name, round=-1, buffer_set=k, rule=res.rule,
-                               passed=res.passed, vs_baseline=res.vs_baseline, vs_reference=res.vs_reference,
-                               detail=res.detail))
+            res = compare(
+                workload.outputs(state),
+                baseline_outputs[k],
+                reference,
+                rule_for(features[f] for f in leg.features),
+                workload.reference_rtol,
+            )
+            checks.append(check_row(leg, -1, k, res))
             if not res.passed:
                 failed[leg.name] = f"correctness: {res.detail}"
                 emit(event="leg_failed", case=case.name, leg=leg.name, reason=failed[leg.name])
@@ -131,33 +162,57 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
         store.write_part("compile", case_index, None, pd.DataFrame(compile_rows))
 
     timed = [li for li, leg in enumerate(legs) if leg.name not in failed]
+    plain = [li for li in timed if plants[li][1] is None]
     for (li, k), fn in fns.items():
-        if li in timed:
+        if li in plain:
             at("capture", legs[li].name)
             timer.prepare((li, k), fn)
 
     # Warm-up: interleaved replays of every leg, to leave idle clocks behind (not recorded).
     at("warmup")
     t_end = time.perf_counter() + (WARMUP_SECONDS if device != "cpu" else 0.0)
-    est = timer.time_round([(li, 0) for li in timed], 1)
+    first = [(li, buffer_set(li, 0)) for li in plain]
+    est = timer.time_round(first, 1)
     while time.perf_counter() < t_end:
-        est = timer.time_round([(li, 0) for li in timed], 1)
+        est = timer.time_round(first, 1)
+    base_li = next(li for li in plain if "baseline" in legs[li].roles)
+    t_base = est[(base_li, buffer_set(base_li, 0))][0]
+
+    # Planted legs: the leg's work plus a spin sized from the baseline's warm-up time; spins alone.
+    for li in timed:
+        params, plant = plants[li]
+        if plant is None:
+            continue
+        delay = spin(device, plant[1] / 100.0 * t_base)
+        for k in range(n_sets):
+            if per_leg_buffers and k != li:
+                continue
+            if plant[0] == PLANT:
+                work = fns[(li, k)]
+
+                def planted(work: Any = work, delay: Any = delay) -> None:
+                    work()
+                    delay()
+
+                timer.prepare((li, k), planted)
+            else:
+                timer.prepare((li, k), delay)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
     samples = samples_per_round(t_est, device, meta.get("samples"))
-    store.update_case(case.name, samples=samples, failed=failed, legs_timed=[legs[li].name for li in timed])
+    store.update_case(
+        case.name, samples=samples, failed=failed, legs_timed=[legs[li].name for li in timed], baseline_warmup_ns=t_base
+    )
 
     rounds = int(meta["rounds"])
     orders = round_orders(len(timed), rounds + 1, seed + case_index)
     done = set(store.finished_rounds(case_index))
     clocks: list[float] = []
-    n_sets = len(states)
     for r in range(rounds + 1):
         if r in done:
             continue
-        k = r % n_sets
-        items = [(timed[i], k) for i in orders[r]]
+        items = [(timed[i], buffer_set(timed[i], r)) for i in orders[r]]
         at("round", str(r))
-        for attempt in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
             times = timer.time_round(items, samples)
             cond = timer.round_conditions()
             sm = cond.get("sm_clock_mhz")
@@ -168,25 +223,42 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
         rows = []
         for slot, item in enumerate(items):
             for i, t in enumerate(times[item]):
-                rows.append(dict(case=case.name, leg=legs[item[0]].name, round=r, sample=i, buffer_set=k, slot=slot,
-                                 time_ns=float(t), timer=timer.label, burn_in=r == 0))
+                rows.append(
+                    dict(
+                        case=case.name,
+                        leg=legs[item[0]].name,
+                        round=r,
+                        sample=i,
+                        buffer_set=item[1],
+                        slot=slot,
+                        time_ns=float(t),
+                        timer=timer.label,
+                        burn_in=r == 0,
+                    )
+                )
         # Race check: every leg again on this round's buffers, poisoned first, against the baseline.
         round_checks = []
         for li, kk in items:
+            if plants[li][1] is not None and plants[li][1][0] == SPIN:
+                continue
             leg = legs[li]
             poison(workload.outputs(states[kk]))
             timer.replay((li, kk))
             _sync(device)
-            res = compare(workload.outputs(states[kk]), baseline_outputs[kk], None,
-                          rule_for(features[f] for f in leg.features), math.inf)
-            round_checks.append(dict(case=case.name, leg=leg.name, round=r, buffer_set=kk, rule=res.rule,
-                                     passed=res.passed, vs_baseline=res.vs_baseline, vs_reference=float("nan"),
-                                     detail=res.detail or ""))
+            res = compare(
+                workload.outputs(states[kk]),
+                baseline_outputs[kk],
+                None,
+                rule_for(features[f] for f in leg.features),
+                math.inf,
+            )
+            round_checks.append(check_row(leg, r, kk, res))
             if not res.passed:
                 emit(event="race", case=case.name, leg=leg.name, round=r, detail=res.detail)
         store.write_part("samples", case_index, r, pd.DataFrame(rows))
-        store.write_part("rounds", case_index, r, pd.DataFrame([dict(case=case.name, round=r, attempt=attempt,
-                                                                     **cond)]))
+        store.write_part(
+            "rounds", case_index, r, pd.DataFrame([dict(case=case.name, round=r, attempt=attempt, **cond)])
+        )
         store.write_part("checks", case_index, r, pd.DataFrame(round_checks))
         emit(event="round", case=case.name, round=r, rounds=rounds)
     store.update_case(case.name, status="done")

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# Triton picks the interpreter when a kernel is defined, so decide before any kernel module loads:
+# without a GPU, kernels run under the interpreter on the CPU.
+HAS_GPU = torch.cuda.is_available()
+if not HAS_GPU:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+DEVICE = "cuda" if HAS_GPU else "cpu"
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

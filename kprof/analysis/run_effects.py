@@ -48,6 +48,9 @@ class CaseSummary:
 
 
 def _quantum(samples: pd.DataFrame) -> float | None:
+    """Smallest step between distinct device-timer values (32 ns on an H200); None for the host clock."""
+    if not samples["timer"].str.startswith("cuda").any():
+        return None
     values = np.unique(samples["time_ns"].to_numpy())
     diffs = np.diff(values)
     diffs = diffs[diffs > 0.5]
@@ -60,9 +63,12 @@ def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
     return np.log(sub.pivot(index="round", columns="leg", values="t_ns"))
 
 
-def leg_effects(samples: pd.DataFrame, legs: list[dict[str, Any]], threshold_pct: float,
-                bytes_per_call: dict[str, dict[str, int]] | None = None
-                ) -> tuple[pd.DataFrame, dict[str, CaseSummary]]:
+def leg_effects(
+    samples: pd.DataFrame,
+    legs: list[dict[str, Any]],
+    threshold_pct: float,
+    bytes_per_call: dict[str, dict[str, int]] | None = None,
+) -> tuple[pd.DataFrame, dict[str, CaseSummary]]:
     """Effects of every leg against the baseline, per case; plus a summary (A/A gate, resolution) per case."""
     rounds = round_statistics(samples)
     role_of = {d["name"]: set(d["roles"]) for d in legs}
@@ -84,9 +90,14 @@ def leg_effects(samples: pd.DataFrame, legs: list[dict[str, Any]], threshold_pct
         if aa is not None:
             aa = S.with_verdict(aa, threshold)
         summaries[case] = CaseSummary(
-            case=case, rounds=n, sigma_aa=sigma,
+            case=case,
+            rounds=n,
+            sigma_aa=sigma,
             noise_floor_pct=100 * (np.exp(S.noise_floor(sigma, n)) - 1) if aa is not None else float("nan"),
-            mde_pct=100 * (np.exp(mde) - 1), threshold_pct=100 * (np.exp(threshold) - 1), aa=aa, biased=biased,
+            mde_pct=100 * (np.exp(mde) - 1),
+            threshold_pct=100 * (np.exp(threshold) - 1),
+            aa=aa,
+            biased=biased,
             quantum_ns=_quantum(samples[samples["case"] == case]),
         )
         t_base = np.exp(logs[baseline]).median()
@@ -99,10 +110,21 @@ def leg_effects(samples: pd.DataFrame, legs: list[dict[str, Any]], threshold_pct
                 row[f"gbps_{convention}"] = b / t_med  # bytes per ns = GB/s
             if leg == baseline:
                 row.update(effect_pct=0.0, ci_low_pct=0.0, ci_high_pct=0.0, p=1.0, p_sign=1.0, verdict="REFERENCE")
+            elif "spin" in role_of.get(leg, ()):  # a planted delay measured alone: not a comparison
+                row.update(
+                    effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
+                )
             else:
                 eff = S.with_verdict(S.estimate(d_all[leg].to_numpy()), threshold)
-                row.update(effect_pct=eff.effect_pct, ci_low_pct=eff.ci_low_pct, ci_high_pct=eff.ci_high_pct,
-                           p=eff.p_wilcoxon, p_sign=eff.p_sign, verdict=eff.verdict, estimate=eff.estimate)
+                row.update(
+                    effect_pct=eff.effect_pct,
+                    ci_low_pct=eff.ci_low_pct,
+                    ci_high_pct=eff.ci_high_pct,
+                    p=eff.p_wilcoxon,
+                    p_sign=eff.p_sign,
+                    verdict=eff.verdict,
+                    estimate=eff.estimate,
+                )
                 if biased and leg != aa_leg:
                     row["verdict"] = "BIASED"
             row["ratio_to_baseline"] = t_med / t_base
@@ -116,3 +138,66 @@ def leg_effects(samples: pd.DataFrame, legs: list[dict[str, Any]], threshold_pct
         demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
         table.loc[demote, "verdict"] = "UNRESOLVED"
     return table, summaries
+
+
+def sign_rule(samples: pd.DataFrame, legs: list[dict[str, Any]], rounds: int = 5) -> pd.DataFrame:
+    """The PR method (measurement.md §0) on the same samples: per-round median ratio against the
+    baseline over the first ``rounds`` timed rounds; a leg is "quoted" only if every round has the
+    same sign; the value is the median of the per-round effects. Kept to show what it would claim."""
+    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
+    timed = samples[~samples["burn_in"]]
+    first = sorted(pd.unique(timed["round"]))[:rounds]
+    med = timed[timed["round"].isin(first)].groupby(["case", "leg", "round"])["time_ns"].median().unstack("leg")
+    rows = []
+    for case, per_round in med.groupby(level="case", sort=False):
+        for d in legs:
+            leg = d["name"]
+            if leg == baseline or leg not in per_round or "spin" in d["roles"]:
+                continue
+            effects = 100.0 * (per_round[baseline] / per_round[leg] - 1.0)
+            signs = np.sign(effects.to_numpy())
+            rows.append(
+                dict(
+                    case=case,
+                    leg=leg,
+                    roles=sorted(d["roles"]),
+                    rounds=len(effects),
+                    effect_pct=float(effects.median()),
+                    quoted=bool(len(signs) == rounds and (np.all(signs > 0) or np.all(signs < 0))),
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def calibration_table(samples: pd.DataFrame, effects: pd.DataFrame, legs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Planted vs recovered: the planted effect from the spin measured alone in the same rounds."""
+    rounds = round_statistics(samples)
+    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
+    planted = {d["name"]: dict(d["params"])["plant_pct"] for d in legs if "planted" in d["roles"]}
+    spins = {dict(d["params"])["spin_pct"]: d["name"] for d in legs if "spin" in d["roles"]}
+    rows = []
+    for case in pd.unique(rounds["case"]):
+        per = rounds[rounds["case"] == case].pivot(index="round", columns="leg", values="t_ns")
+        t_base = float(per[baseline].median())
+        for leg, pct in planted.items():
+            spin_leg = spins.get(pct)
+            if leg not in per or spin_leg not in per:
+                continue
+            t_spin = float(per[spin_leg].median())
+            expected = 100.0 * (t_base / (t_base + t_spin) - 1.0)
+            got = effects[(effects["case"] == case) & (effects["leg"] == leg)].iloc[0]
+            rows.append(
+                dict(
+                    case=case,
+                    leg=leg,
+                    requested_pct=pct,
+                    spin_us=t_spin / 1e3,
+                    planted_effect_pct=expected,
+                    recovered_pct=got["effect_pct"],
+                    ci_low_pct=got["ci_low_pct"],
+                    ci_high_pct=got["ci_high_pct"],
+                    verdict=got["verdict"],
+                    inside=bool(got["ci_low_pct"] <= expected <= got["ci_high_pct"]),
+                )
+            )
+    return pd.DataFrame(rows)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.run_effects import CaseSummary, leg_effects
+from kprof.analysis.run_effects import CaseSummary, calibration_table, leg_effects, sign_rule
 from kprof.errors import KprofInputError
 from kprof.run_store import RunStore
 
@@ -20,6 +20,8 @@ class RunReport:
     summaries: dict[str, CaseSummary]
     checks: pd.DataFrame
     compile: pd.DataFrame
+    calibration: pd.DataFrame
+    sign_rule: pd.DataFrame
 
 
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
@@ -30,4 +32,12 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         raise KprofInputError(root, "holds no finished round yet")
     threshold = meta.get("threshold_pct", 0.5) if threshold_pct is None else threshold_pct
     effects, summaries = leg_effects(samples, meta["legs"], threshold, meta.get("bytes_per_call"))
-    return RunReport(meta, effects, summaries, store.read("checks"), store.read("compile"))
+    return RunReport(
+        meta,
+        effects,
+        summaries,
+        store.read("checks"),
+        store.read("compile"),
+        calibration_table(samples, effects, meta["legs"]),
+        sign_rule(samples, meta["legs"]),
+    )

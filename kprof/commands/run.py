@@ -9,13 +9,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kprof import __version__
 from kprof.errors import KprofInputError
-from kprof.legs import design_legs
+from kprof.legs import calibration_legs, design_legs
 from kprof.run_store import RunStore
 from kprof.workload import Workload, load_workload
 
@@ -33,8 +33,9 @@ def default_device() -> str:
 
 def _git_revision() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -72,31 +73,59 @@ def parse_sweep(text: str | None, workload: Workload) -> tuple[str, list[Any]] |
     return sweep.name, parsed
 
 
-def create_run(
-    out: Path, workload_spec: str, preset: str | None, case_filter: str | None, design: str, target: list[str] | None,
-    sweep: str | None, rounds: int, samples: int | None, buffer_sets: int, seed: int, device: str | None,
-    dtype: str | None, threshold_pct: float, argv: list[str],
-) -> RunStore:
-    workload = load_workload(workload_spec)
-    device = device or default_device()
-    preset = preset or ("smoke" if device == "cpu" else "pr")
-    cases = [c for c in workload.cases(preset) if not case_filter or case_filter in c.name]
+@dataclass
+class RunRequest:
+    """Everything `kprof run` / `kprof calibrate` was asked for."""
+
+    workload: str
+    preset: str | None = None
+    case_filter: str | None = None
+    design: str = "all"
+    target: list[str] | None = None
+    sweep: str | None = None
+    rounds: int = 16
+    samples: int | None = None
+    buffer_sets: int = 4
+    buffers: str = "shared"
+    seed: int = 0
+    device: str | None = None
+    dtype: str | None = None
+    threshold_pct: float = 0.5
+    plants: list[float] = field(default_factory=list)
+    aa_copies: int = 1
+    argv: list[str] = field(default_factory=list)
+
+
+def create_run(out: Path, req: RunRequest) -> RunStore:
+    workload = load_workload(req.workload)
+    device = req.device or default_device()
+    preset = req.preset or ("smoke" if device == "cpu" else "pr")
+    cases = [c for c in workload.cases(preset) if not req.case_filter or req.case_filter in c.name]
     if not cases:
-        raise KprofInputError("--case", f"no case of preset {preset!r} matches {case_filter!r}")
-    if rounds < 6:
-        raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval (16 is the default)")
-    sweep_spec = parse_sweep(sweep, workload)
+        raise KprofInputError("--case", f"no case of preset {preset!r} matches {req.case_filter!r}")
+    min_rounds = 5 if req.buffers == "per-leg" else 6
+    if req.rounds < min_rounds:
+        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
+    if req.buffers not in ("shared", "per-leg"):
+        raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
+    sweep_spec = parse_sweep(req.sweep, workload)
     if sweep_spec is not None:
         for case in cases:
             bad = [v for v in sweep_spec[1] if not workload.sweep(sweep_spec[0]).valid(case, v)]
             if bad:
                 raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
-    for name in target or ():
+    for name in req.target or ():
         workload.feature(name)
-    legs = design_legs(workload.feature_names, design, target, sweep_spec)
+    if req.plants:
+        target = req.target if req.target is not None else workload.feature_names
+        legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
+        design = "calibration"
+    else:
+        legs = design_legs(workload.feature_names, req.design, req.target, sweep_spec, req.aa_copies)
+        design = req.design
     meta = {
-        "command": "kprof " + " ".join(argv),
-        "workload": workload_spec,
+        "command": "kprof " + " ".join(req.argv),
+        "workload": req.workload,
         "workload_name": workload.name,
         "preset": preset,
         "cases": [c.name for c in cases],
@@ -105,17 +134,23 @@ def create_run(
         "design": design,
         "sweep": list(sweep_spec) if sweep_spec else None,
         "legs": [
-            {"name": leg.name, "features": sorted(leg.features), "params": [list(p) for p in leg.params],
-             "roles": sorted(leg.roles), "replica": leg.replica}
+            {
+                "name": leg.name,
+                "features": sorted(leg.features),
+                "params": [list(p) for p in leg.params],
+                "roles": sorted(leg.roles),
+                "replica": leg.replica,
+            }
             for leg in legs
         ],
-        "rounds": rounds,
-        "samples": samples,
-        "buffer_sets": buffer_sets,
-        "seed": seed,
+        "rounds": req.rounds,
+        "samples": req.samples,
+        "buffer_sets": req.buffer_sets,
+        "buffers": req.buffers,
+        "seed": req.seed,
         "device": device,
-        "dtype": dtype or ("float16" if device == "cpu" else "bfloat16"),
-        "threshold_pct": threshold_pct,
+        "dtype": req.dtype or ("float16" if device == "cpu" else "bfloat16"),
+        "threshold_pct": req.threshold_pct,
         "bytes_per_call": {c.name: workload.bytes_per_call(c) for c in cases},
         "flops_per_call": {c.name: workload.flops_per_call(c) for c in cases},
         "versions": _versions(),

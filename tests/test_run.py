@@ -1,0 +1,97 @@
+"""`kprof run`, `report` and `calibrate` end to end on the CPU (Triton interpreter, host clock)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from conftest import HAS_GPU
+from kprof.cli import app
+from kprof.run_store import RunStore
+
+pytestmark = pytest.mark.skipif(HAS_GPU, reason="CPU pipeline test (the GPU path is exercised on the GPU)")
+runner = CliRunner()
+SMALL = ["--device", "cpu", "--case", "b2", "--rounds", "6", "--samples", "1", "--buffer-sets", "2"]
+
+
+def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", "paged_decode", "--design", "endpoints", "--out", str(out), "--format", "json",
+                              *SMALL], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert report["timer"].startswith("host-clock")
+    legs = {row["leg"]: row for row in report["legs"]}
+    assert set(legs) == {"baseline", "all", "baseline (A/A)"}
+    for row in legs.values():
+        assert row["verdict"] in {"REFERENCE", "FASTER", "SLOWER", "SAME", "UNRESOLVED"}
+        assert row["ci_low_pct"] <= row["effect_pct"] <= row["ci_high_pct"]
+    assert report["aa"] and report["aa"][0]["case"].startswith("b2")
+    samples = RunStore(out).read("samples")
+    assert set(samples.columns) >= {"case", "leg", "round", "sample", "time_ns", "timer"}
+    assert len(samples) == 3 * 7  # 3 legs × (6 rounds + burn-in) × 1 sample
+    assert sorted(samples["round"].unique()) == list(range(7))
+    # Shared protocol: all legs of a round use that round's buffer set.
+    assert (samples.groupby("round")["buffer_set"].nunique() == 1).all()
+    checks = RunStore(out).read("checks")
+    assert checks["passed"].all() and (checks["round"] == -1).any() and (checks["round"] == 6).any()
+    md = runner.invoke(app, ["report", str(out), "--format", "md"], catch_exceptions=False)
+    assert "| baseline (A/A) |" in md.stdout and "host-clock" in md.stdout
+
+
+def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL]
+    assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
+    store = RunStore(out)
+    before = store.read("samples")
+    # Forget the last two rounds and the case's completion, as an interrupted run would have.
+    for part in sorted((out / "samples").glob("*.parquet"))[-2:]:
+        part.unlink()
+    meta = store.read_meta()
+    meta["case_status"] = {}
+    store.write_meta(meta)
+    res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
+    assert res.exit_code == 0
+    after = store.read("samples")
+    assert len(after) == len(before)
+    kept = before[before["round"] < 5].sort_values(["round", "leg"]).reset_index(drop=True)
+    again = after[after["round"] < 5].sort_values(["round", "leg"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, again)
+
+
+def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["calibrate", "paged_decode", "--plant", "50", "--aa-copies", "2", "--out",
+                              str(tmp_path / "cal"), "--format", "md", *SMALL[:-2]], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "Planted delays" in res.stdout and "spin 50% alone" in res.stdout
+    assert "kprof called" in res.stdout and "PR method" in res.stdout
+
+
+def test_per_leg_buffers_give_each_leg_its_own_set(tmp_path: Path) -> None:
+    out = tmp_path / "pr"
+    args = ["run", "paged_decode", "--design", "endpoints", "--buffers", "per-leg", "--out", str(out), *SMALL]
+    args[args.index("--rounds") + 1] = "5"
+    assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
+    samples = RunStore(out).read("samples")
+    assert (samples.groupby("leg")["buffer_set"].nunique() == 1).all()
+    assert samples.groupby("leg")["buffer_set"].first().nunique() == 3
+
+
+def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
+    for args, word in [
+        (["run", "nope"], "not a bundled workload"),
+        (["run", "paged_decode", "--device", "cpu", "--rounds", "3"], "--rounds"),
+        (["run", "paged_decode", "--device", "cpu", "--design", "x"], "--design"),
+        (["run", "paged_decode", "--device", "cpu", "--sweep", "num_splits=1"], "--sweep"),
+        (["run", "paged_decode", "--device", "cpu", "--sweep", "warps=1,2"], "cannot force"),
+        (["run", "paged_decode", "--device", "cpu", "--case", "zzz"], "--case"),
+        (["report", str(tmp_path)], "not a kprof run folder"),
+    ]:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr.count("\n") == 1 and word in res.stderr, (args, res.stderr)
