@@ -152,7 +152,10 @@ def kernels() -> None:
         for f in w.features:
             rule = {"bitwise": "bitwise", "ulp": f"≤ {f.ulps} ulp", "tolerance": f"rel ≤ {f.rtol:g}"}[f.exactness]
             t.add_row(f.name, rule, f.doc)
-        console.print(t)
+        if w.features:
+            console.print(t)
+        else:
+            console.print("  no features: a reference workload")
         for preset, cases in w.presets.items():
             console.print(f"  preset [bold]{preset}[/bold]: " + ", ".join(c.name for c in cases))
         for s in w.sweeps:

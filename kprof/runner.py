@@ -125,6 +125,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
     for k, state in enumerate(states):
         at("baseline", "baseline")
         poison(workload.outputs(state))
+        workload.reset(state)  # after poisoning: in-place state pools start from their initial contents
         workload.launch(state, frozenset(), {})()
         _sync(device)
         baseline_outputs.append(_clone(workload.outputs(state)))
@@ -138,6 +139,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
             at("check", leg.name)
             fn = workload.launch(state, leg.features, params)
             poison(workload.outputs(state))
+            workload.reset(state)
             if k == 0 and device != "cpu" and plant is None:  # the interpreter compiles nothing
                 rows = compile_metadata(fn, module_prefixes)
                 compile_rows += [dict(r, case=case.name, leg=leg.name) for r in rows]
@@ -243,6 +245,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
                 continue
             leg = legs[li]
             poison(workload.outputs(states[kk]))
+            workload.reset(states[kk])
             timer.replay((li, kk))
             _sync(device)
             res = compare(

@@ -85,6 +85,11 @@ class Workload(ABC):
     def reference(self, state: Any) -> dict[str, Any]:
         """float64 reference values of ``outputs`` for this buffer set's inputs."""
 
+    def reset(self, state: Any) -> None:  # noqa: B027 - optional hook; most workloads update nothing in place
+        """Restore buffers a launch updates in place (state pools) to their initial contents.
+
+        kprof calls it before every checked launch, so all legs start from the same state."""
+
     def bytes_per_call(self, case: Case) -> dict[str, int]:
         """Bytes one call moves, by convention name (e.g. {"logical": …, "unique": …})."""
         return {}
@@ -118,6 +123,8 @@ class Workload(ABC):
 
 
 BUNDLED = {
+    "copy": "kernels.copy.workload",
+    "gdn_decode": "kernels.gdn_decode.workload",
     "paged_decode": "kernels.paged_decode.workload",
 }
 

@@ -54,3 +54,39 @@ def test_event_timer_sees_a_planted_spin() -> None:
     times = timer.time_round(["plain", "spin", "plain", "spin"], 10)
     plain, spin = sorted(times["plain"])[5], sorted(times["spin"])[5]
     assert spin > plain + 10_000  # 100k cycles at ≤ 2 GHz is ≥ 50 µs
+
+
+def _gdn():
+    from kernels.gdn_decode.workload import WORKLOAD
+
+    return WORKLOAD
+
+
+@pytest.mark.parametrize("case_name", ["step-b32-hv32", "step-b32-hv48"])
+def test_gdn_decode_bf16_matches_reference(case_name: str) -> None:
+    from kprof.correctness import relative_error
+
+    w = _gdn()
+    case = next(c for c in w.cases("pr") if c.name == case_name)
+    state = w.setup(case, "cuda", "bfloat16", 0)
+    w.launch(state, frozenset(w.feature_names), {})()
+    torch.cuda.synchronize()
+    for name, ref in w.reference(state).items():
+        assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
+
+
+@pytest.mark.parametrize("lever", ["reuse_state", "conv_warps", "stream_state"])
+def test_gdn_decode_levers_bit_exact_on_gpu_over_three_steps(lever: str) -> None:
+    w = _gdn()
+    for case in w.cases("pr"):
+        results = []
+        for features in (frozenset(), frozenset({lever})):
+            state = w.setup(case, "cuda", "bfloat16", 3)
+            fn = w.launch(state, features, {})
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            results.append({k: v.clone() for k, v in w.outputs(state).items()})
+        for name in results[0]:
+            a, b = results[0][name], results[1][name]
+            assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), (case.name, name)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import HAS_GPU
 from typer.testing import CliRunner
 
-from conftest import HAS_GPU
 from kprof.cli import app
 from kprof.run_store import RunStore
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Everything kprof reports from the H200 in one device call: GPU tests, the bundled workloads' pr
+# runs, calibrations (kprof's shared-buffer protocol and the PR method's per-leg buffers), and a
+# split-count sweep. Usage on the GPU machine, from the repository root:
+#   PYTHONPATH=$PWD bash benchmarks/h200_evidence.sh OUT_DIR
+set -u
+out=${1:?output folder}
+mkdir -p "$out/runs"
+export PYTHONUNBUFFERED=1
+step() {  # name, then the command; a failing step is logged and the next one runs
+  local name=$1; shift
+  echo "=== $name: $*" | tee -a "$out/log.txt"
+  timeout "${STEP_TIMEOUT:-300}" "$@" >> "$out/log.txt" 2>&1
+  echo "=== $name exit $?" | tee -a "$out/log.txt"
+  tar czf "$out/evidence.tgz" -C "$out" runs log.txt
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/log.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$out/log.txt"
+step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py
+step gdn python3 -m kprof run gdn_decode --preset pr --out "$out/runs/gdn_pr" --format md
+for c in "copy 8MiB" "copy 256MiB" "paged_decode b64-s2048" "paged_decode b8-s32768-w4096" "gdn_decode recurrent-b128"; do
+  set -- $c
+  step "cal-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --out "$out/runs/cal_$1_$2" --format md
+  step "pr-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --buffers per-leg --rounds 5 \
+    --out "$out/runs/prm_$1_$2" --format md
+done
+step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \
+  --sweep num_splits=1,2,4,8,16,32 --out "$out/runs/paged_sweep" --format md

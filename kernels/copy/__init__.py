@@ -1,0 +1,1 @@
+"""Device-to-device copy: the bandwidth reference and a calibration workload."""
