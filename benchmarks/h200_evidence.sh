@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Everything kprof reports from the H200 in one device call: GPU tests, the bundled workloads' pr
+# Everything kprof reports from the H200, in one device call: GPU tests, the bundled workloads' pr
 # runs, calibrations (kprof's shared-buffer protocol and the PR method's per-leg buffers), and a
-# split-count sweep. Usage on the GPU machine, from the repository root:
-#   PYTHONPATH=$PWD bash benchmarks/h200_evidence.sh OUT_DIR
+# split-count sweep. From the repository root on the GPU machine:
+#   PYTHONPATH=$PWD bash benchmarks/h200_evidence.sh OUT_DIR            # every group
+#   STEPS="cal paged" PYTHONPATH=$PWD bash benchmarks/h200_evidence.sh OUT_DIR
 set -u
 out=${1:?output folder}
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
+steps=${STEPS:-"tests gdn paged cal sweep"}
 step() {  # name, then the command; a failing step is logged and the next one runs
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$out/log.txt"
@@ -14,15 +16,28 @@ step() {  # name, then the command; a failing step is logged and the next one ru
   echo "=== $name exit $?" | tee -a "$out/log.txt"
   tar czf "$out/evidence.tgz" -C "$out" runs log.txt
 }
+wanted() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/log.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$out/log.txt"
-step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py
-step gdn python3 -m kprof run gdn_decode --preset pr --out "$out/runs/gdn_pr" --format md
-for c in "copy 8MiB" "copy 256MiB" "paged_decode b64-s2048" "paged_decode b8-s32768-w4096" "gdn_decode recurrent-b128"; do
-  set -- $c
-  step "cal-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --out "$out/runs/cal_$1_$2" --format md
-  step "pr-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --buffers per-leg --rounds 5 \
-    --out "$out/runs/prm_$1_$2" --format md
-done
-step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \
-  --sweep num_splits=1,2,4,8,16,32 --out "$out/runs/paged_sweep" --format md
+if wanted tests; then
+  step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py
+fi
+if wanted gdn; then
+  step gdn python3 -m kprof run gdn_decode --preset pr --out "$out/runs/gdn_pr" --format md
+fi
+if wanted paged; then
+  step paged python3 -m kprof run paged_decode --preset pr --out "$out/runs/paged_pr" --format md
+fi
+if wanted cal; then
+  for c in "copy 8MiB" "copy 256MiB" "paged_decode b64-s2048" "paged_decode b8-s32768-w4096" \
+           "gdn_decode recurrent-b128"; do
+    set -- $c
+    step "cal-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --out "$out/runs/cal_$1_$2" --format md
+    step "pr-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --buffers per-leg --rounds 5 \
+      --out "$out/runs/prm_$1_$2" --format md
+  done
+fi
+if wanted sweep; then
+  step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \
+    --sweep num_splits=1,2,4,8,16,32 --out "$out/runs/paged_sweep" --format md
+fi

@@ -99,14 +99,14 @@ def design_legs(
 
 
 def calibration_legs(features: Iterable[str], plants: Sequence[float], aa_copies: int) -> list[Leg]:
-    """Calibration: one configuration, its A/A copies, the same plus planted spins, and each spin alone."""
+    """Calibration legs. The reference is the configuration followed by a zero-length spin, so every
+    leg has the same number of kernels and the planted difference is the spin's length alone; each
+    spin is also timed alone (and the zero-length one), which measures what was planted."""
     fs = frozenset(features)
     name = "+".join(sorted(fs)) or "baseline"
-    legs = [Leg(name, fs, (), frozenset({"baseline"}))]
-    legs += [
-        Leg(f"{name} (A/A {i})" if aa_copies > 1 else f"{name} (A/A)", fs, (), frozenset({"aa"}), replica=i)
-        for i in range(1, aa_copies + 1)
-    ]
+    zero = (("plant_pct", 0.0),)
+    legs = [Leg(f"{name} + spin 0", fs, zero, frozenset({"baseline"}))]
+    legs += [Leg(f"{name} + spin 0 (A/A {i})", fs, zero, frozenset({"aa"}), replica=i) for i in range(1, aa_copies + 1)]
     legs += [Leg(f"{name} + planted {p:g}%", fs, (("plant_pct", p),), frozenset({"planted"})) for p in plants]
-    legs += [Leg(f"spin {p:g}% alone", frozenset(), (("spin_pct", p),), frozenset({"spin"})) for p in plants]
+    legs += [Leg(f"spin {p:g}% alone", frozenset(), (("spin_pct", p),), frozenset({"spin"})) for p in (0.0, *plants)]
     return legs

@@ -170,15 +170,20 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
             at("capture", legs[li].name)
             timer.prepare((li, k), fn)
 
-    # Warm-up: interleaved replays of every leg, to leave idle clocks behind (not recorded).
+    # Warm-up: interleaved replays of every leg, to leave idle clocks behind (not recorded). The
+    # baseline's bare work is timed too: planted spins are sized from it.
     at("warmup")
+    base_li = next(li for li in timed if "baseline" in legs[li].roles)
+    base_item = (base_li, buffer_set(base_li, 0))
+    if base_li not in plain:
+        timer.prepare(("estimate", 0), fns[base_item])
+    estimate_item = base_item if base_li in plain else ("estimate", 0)
     t_end = time.perf_counter() + (WARMUP_SECONDS if device != "cpu" else 0.0)
-    first = [(li, buffer_set(li, 0)) for li in plain]
+    first = [(li, buffer_set(li, 0)) for li in plain] + ([] if base_li in plain else [estimate_item])
     est = timer.time_round(first, 1)
     while time.perf_counter() < t_end:
         est = timer.time_round(first, 1)
-    base_li = next(li for li in plain if "baseline" in legs[li].roles)
-    t_base = est[(base_li, buffer_set(base_li, 0))][0]
+    t_base = est[estimate_item][0]
 
     # Planted legs: the leg's work plus a spin sized from the baseline's warm-up time; spins alone.
     for li in timed:

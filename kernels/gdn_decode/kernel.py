@@ -20,12 +20,34 @@ import triton.language as tl
 
 @triton.jit
 def gdn_conv_update_kernel(
-    mixed_qkvz, ba, conv_state, weight, bias, indices, mixed_qkv, z_out, b_out, a_out,
-    stride_xn, stride_ban, stride_cs_slot, stride_cs_f, stride_cs_t, stride_wf,
-    stride_on, stride_zn, stride_bn,
+    mixed_qkvz,
+    ba,
+    conv_state,
+    weight,
+    bias,
+    indices,
+    mixed_qkv,
+    z_out,
+    b_out,
+    a_out,
+    stride_xn,
+    stride_ban,
+    stride_cs_slot,
+    stride_cs_f,
+    stride_cs_t,
+    stride_wf,
+    stride_on,
+    stride_zn,
+    stride_bn,
     num_slots,
-    QKV_DIM: tl.constexpr, V_DIM: tl.constexpr, NUM_V_HEADS: tl.constexpr, W: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, REUSE_STATE: tl.constexpr, BLOCK: tl.constexpr,
+    QKV_DIM: tl.constexpr,
+    V_DIM: tl.constexpr,
+    NUM_V_HEADS: tl.constexpr,
+    W: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    SILU: tl.constexpr,
+    REUSE_STATE: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     i_n, i_f = tl.program_id(0), tl.program_id(1)
     o_f = i_f * BLOCK + tl.arange(0, BLOCK)
@@ -70,16 +92,35 @@ def gdn_conv_update_kernel(
     tl.store(z_out + i_n * stride_zn + o_f, b_z, mask=m_z)
     m_h = o_f < NUM_V_HEADS
     tl.store(b_out + i_n * stride_bn + o_f, tl.load(ba + i_n * stride_ban + o_f, mask=m_h, other=0.0), mask=m_h)
-    tl.store(a_out + i_n * stride_bn + o_f, tl.load(ba + i_n * stride_ban + NUM_V_HEADS + o_f, mask=m_h,
-                                                    other=0.0), mask=m_h)
+    tl.store(
+        a_out + i_n * stride_bn + o_f, tl.load(ba + i_n * stride_ban + NUM_V_HEADS + o_f, mask=m_h, other=0.0), mask=m_h
+    )
 
 
 @triton.jit
 def gdn_recurrent_decode_kernel(
-    mixed_qkv, a, b, a_log, dt_bias, state, indices, out,
-    stride_qn, stride_an, stride_s_slot, stride_s_h, stride_s_v, stride_on, stride_oh,
-    scale, num_slots,
-    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr,
+    mixed_qkv,
+    a,
+    b,
+    a_log,
+    dt_bias,
+    state,
+    indices,
+    out,
+    stride_qn,
+    stride_an,
+    stride_s_slot,
+    stride_s_h,
+    stride_s_v,
+    stride_on,
+    stride_oh,
+    scale,
+    num_slots,
+    H: tl.constexpr,
+    HV: tl.constexpr,
+    K: tl.constexpr,
+    V: tl.constexpr,
+    BV: tl.constexpr,
     STREAM_STATE: tl.constexpr,
 ):
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
@@ -118,34 +159,105 @@ def gdn_recurrent_decode_kernel(
 
 
 def gdn_conv_update(
-    mixed_qkvz, ba, conv_state, conv_weight, conv_bias, indices, mixed_qkv, z_out, b_out, a_out, *,
-    hv: int, v: int, silu: bool, reuse_state: bool, conv_warps: int, block: int = 256,
+    mixed_qkvz,
+    ba,
+    conv_state,
+    conv_weight,
+    conv_bias,
+    indices,
+    mixed_qkv,
+    z_out,
+    b_out,
+    a_out,
+    *,
+    hv: int,
+    v: int,
+    silu: bool,
+    reuse_state: bool,
+    conv_warps: int,
+    block: int = 256,
 ) -> None:
     """Split + causal conv1d update. mixed_qkvz: [B, qkv_dim + HV·V]; ba: [B, 2·HV]; conv_state:
     [slots, qkv_dim, ≥ W−1] (any strides); conv_weight: [qkv_dim, W]; conv_bias: [qkv_dim] or None;
     indices: [B] int32. Writes mixed_qkv [B, qkv_dim], z [B, HV·V], b and a [B, HV]."""
     qkv_dim, width = conv_weight.shape
     gdn_conv_update_kernel[(mixed_qkvz.shape[0], triton.cdiv(qkv_dim, block))](
-        mixed_qkvz, ba, conv_state, conv_weight, conv_bias if conv_bias is not None else conv_weight, indices,
-        mixed_qkv, z_out, b_out, a_out,
-        mixed_qkvz.stride(0), ba.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2),
-        conv_weight.stride(0), mixed_qkv.stride(0), z_out.stride(0), b_out.stride(0),
+        mixed_qkvz,
+        ba,
+        conv_state,
+        conv_weight,
+        conv_bias if conv_bias is not None else conv_weight,
+        indices,
+        mixed_qkv,
+        z_out,
+        b_out,
+        a_out,
+        mixed_qkvz.stride(0),
+        ba.stride(0),
+        conv_state.stride(0),
+        conv_state.stride(1),
+        conv_state.stride(2),
+        conv_weight.stride(0),
+        mixed_qkv.stride(0),
+        z_out.stride(0),
+        b_out.stride(0),
         conv_state.shape[0],
-        QKV_DIM=qkv_dim, V_DIM=hv * v, NUM_V_HEADS=hv, W=width, HAS_BIAS=conv_bias is not None, SILU=silu,
-        REUSE_STATE=reuse_state, BLOCK=block, num_warps=conv_warps, num_stages=2,
+        QKV_DIM=qkv_dim,
+        V_DIM=hv * v,
+        NUM_V_HEADS=hv,
+        W=width,
+        HAS_BIAS=conv_bias is not None,
+        SILU=silu,
+        REUSE_STATE=reuse_state,
+        BLOCK=block,
+        num_warps=conv_warps,
+        num_stages=2,
     )
 
 
 def gdn_recurrent_decode(
-    mixed_qkv, a, b, a_log, dt_bias, ssm_state, indices, out, *,
-    h: int, hv: int, k: int, v: int, stream_state: bool, bv: int = 32,
+    mixed_qkv,
+    a,
+    b,
+    a_log,
+    dt_bias,
+    ssm_state,
+    indices,
+    out,
+    *,
+    h: int,
+    hv: int,
+    k: int,
+    v: int,
+    stream_state: bool,
+    bv: int = 32,
 ) -> None:
     """Packed gated-delta-rule decode. mixed_qkv: [B, 2·H·K + HV·V]; a, b: [B, HV]; ssm_state:
     [slots, HV, V, K] fp32, updated in place; out: [B, HV, V]."""
     gdn_recurrent_decode_kernel[(triton.cdiv(v, bv), mixed_qkv.shape[0] * hv)](
-        mixed_qkv, a, b, a_log, dt_bias, ssm_state, indices, out,
-        mixed_qkv.stride(0), a.stride(0), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2),
-        out.stride(0), out.stride(1),
-        k**-0.5, ssm_state.shape[0],
-        H=h, HV=hv, K=k, V=v, BV=bv, STREAM_STATE=stream_state, num_warps=1, num_stages=3,
+        mixed_qkv,
+        a,
+        b,
+        a_log,
+        dt_bias,
+        ssm_state,
+        indices,
+        out,
+        mixed_qkv.stride(0),
+        a.stride(0),
+        ssm_state.stride(0),
+        ssm_state.stride(1),
+        ssm_state.stride(2),
+        out.stride(0),
+        out.stride(1),
+        k**-0.5,
+        ssm_state.shape[0],
+        H=h,
+        HV=hv,
+        K=k,
+        V=v,
+        BV=bv,
+        STREAM_STATE=stream_state,
+        num_warps=1,
+        num_stages=3,
     )

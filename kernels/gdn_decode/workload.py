@@ -22,10 +22,35 @@ BLOCK = 256
 BV = 32
 
 
-def _case(name: str, batch: int, hv: int = 32, h: int = 16, dim: int = 128, width: int = 4, bias: bool = False,
-          silu: bool = True, part: str = "step", pad: bool = False, strided: bool = False) -> Case:
-    return Case(name, dict(batch=batch, h=h, hv=hv, k=dim, v=dim, width=width, bias=bias, silu=silu, part=part,
-                           pad=pad, strided=strided))
+def _case(
+    name: str,
+    batch: int,
+    hv: int = 32,
+    h: int = 16,
+    dim: int = 128,
+    width: int = 4,
+    bias: bool = False,
+    silu: bool = True,
+    part: str = "step",
+    pad: bool = False,
+    strided: bool = False,
+) -> Case:
+    return Case(
+        name,
+        dict(
+            batch=batch,
+            h=h,
+            hv=hv,
+            k=dim,
+            v=dim,
+            width=width,
+            bias=bias,
+            silu=silu,
+            part=part,
+            pad=pad,
+            strided=strided,
+        ),
+    )
 
 
 @dataclass
@@ -100,14 +125,23 @@ class GdnDecode(Workload):
         conv_state = conv_state.to(dt).to(device)
         ssm_state = (torch.randn(slots, hv, v, k, generator=gen) * 0.1).to(device)
         state = State(
-            case=case, mixed_qkvz=rand(batch, qkv_dim + hv * v), ba=rand(batch, 2 * hv),
-            conv_state=conv_state, conv_state0=conv_state.clone(), weight=rand(qkv_dim, width, scale=0.5),
-            bias=rand(qkv_dim, scale=0.1) if p["bias"] else None, ssm_state=ssm_state, ssm_state0=ssm_state.clone(),
+            case=case,
+            mixed_qkvz=rand(batch, qkv_dim + hv * v),
+            ba=rand(batch, 2 * hv),
+            conv_state=conv_state,
+            conv_state0=conv_state.clone(),
+            weight=rand(qkv_dim, width, scale=0.5),
+            bias=rand(qkv_dim, scale=0.1) if p["bias"] else None,
+            ssm_state=ssm_state,
+            ssm_state0=ssm_state.clone(),
             a_log=(torch.rand(hv, generator=gen) * 2 - 1).to(device),
             dt_bias=torch.rand(hv, generator=gen).to(device),
-            indices=indices.to(device), mixed_qkv=torch.empty(batch, qkv_dim, dtype=dt, device=device),
-            z=torch.empty(batch, hv * v, dtype=dt, device=device), b=torch.empty(batch, hv, dtype=dt, device=device),
-            a=torch.empty(batch, hv, dtype=dt, device=device), out=torch.empty(batch, hv, v, dtype=dt, device=device),
+            indices=indices.to(device),
+            mixed_qkv=torch.empty(batch, qkv_dim, dtype=dt, device=device),
+            z=torch.empty(batch, hv * v, dtype=dt, device=device),
+            b=torch.empty(batch, hv, dtype=dt, device=device),
+            a=torch.empty(batch, hv, dtype=dt, device=device),
+            out=torch.empty(batch, hv, v, dtype=dt, device=device),
             inputs0={},
         )
         if p["part"] == "recurrent":  # the recurrent kernel's inputs come from one conv update, made once
@@ -124,14 +158,43 @@ class GdnDecode(Workload):
 
     def _conv(self, s: State, features: frozenset[str]) -> None:
         p = s.case.params
-        gdn_conv_update(s.mixed_qkvz, s.ba, s.conv_state, s.weight, s.bias, s.indices, s.mixed_qkv, s.z, s.b, s.a,
-                        hv=p["hv"], v=p["v"], silu=p["silu"], reuse_state="reuse_state" in features,
-                        conv_warps=4 if "conv_warps" in features else 8, block=BLOCK)
+        gdn_conv_update(
+            s.mixed_qkvz,
+            s.ba,
+            s.conv_state,
+            s.weight,
+            s.bias,
+            s.indices,
+            s.mixed_qkv,
+            s.z,
+            s.b,
+            s.a,
+            hv=p["hv"],
+            v=p["v"],
+            silu=p["silu"],
+            reuse_state="reuse_state" in features,
+            conv_warps=4 if "conv_warps" in features else 8,
+            block=BLOCK,
+        )
 
     def _recurrent(self, s: State, features: frozenset[str]) -> None:
         p = s.case.params
-        gdn_recurrent_decode(s.mixed_qkv, s.a, s.b, s.a_log, s.dt_bias, s.ssm_state, s.indices, s.out, h=p["h"],
-                             hv=p["hv"], k=p["k"], v=p["v"], stream_state="stream_state" in features, bv=BV)
+        gdn_recurrent_decode(
+            s.mixed_qkv,
+            s.a,
+            s.b,
+            s.a_log,
+            s.dt_bias,
+            s.ssm_state,
+            s.indices,
+            s.out,
+            h=p["h"],
+            hv=p["hv"],
+            k=p["k"],
+            v=p["v"],
+            stream_state="stream_state" in features,
+            bv=BV,
+        )
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
         part = state.case.params["part"]
@@ -162,11 +225,17 @@ class GdnDecode(Workload):
             y, conv_state = conv_update_reference(x, s.conv_state0, s.weight, s.bias, s.indices.cpu(), p["silu"])
             mixed = y
             b, a = s.ba[:, : p["hv"]], s.ba[:, p["hv"] :]
-            ref.update(mixed_qkv=y, z=s.mixed_qkvz[:, qkv_dim : qkv_dim + hv_v].double(), b=b.double(),
-                       a=a.double(), conv_state=conv_state)
+            ref.update(
+                mixed_qkv=y,
+                z=s.mixed_qkvz[:, qkv_dim : qkv_dim + hv_v].double(),
+                b=b.double(),
+                a=a.double(),
+                conv_state=conv_state,
+            )
         if p["part"] != "conv":
-            out, ssm = recurrent_reference(mixed, a, b, s.a_log, s.dt_bias, s.ssm_state0, s.indices.cpu(),
-                                           p["h"], p["hv"], p["k"], p["v"])
+            out, ssm = recurrent_reference(
+                mixed, a, b, s.a_log, s.dt_bias, s.ssm_state0, s.indices.cpu(), p["h"], p["hv"], p["k"], p["v"]
+            )
             ref.update(out=out, ssm_state=ssm)
         return ref
 

@@ -18,15 +18,29 @@ TILE_N = 32
 MAX_SPLITS = 32
 
 
-def _case(name: str, batch: int, seq: int, hq: int = 32, hkv: int = 8, d: int = 128, window: int | None = None,
-          block_size: int = 16, ragged: bool = True) -> Case:
-    return Case(name, dict(batch=batch, seq=seq, hq=hq, hkv=hkv, d=d, window=window, block_size=block_size,
-                           ragged=ragged))
+def _case(
+    name: str,
+    batch: int,
+    seq: int,
+    hq: int = 32,
+    hkv: int = 8,
+    d: int = 128,
+    window: int | None = None,
+    block_size: int = 16,
+    ragged: bool = True,
+) -> Case:
+    return Case(
+        name, dict(batch=batch, seq=seq, hq=hq, hkv=hkv, d=d, window=window, block_size=block_size, ragged=ragged)
+    )
+
+
+WAVES = 4
 
 
 def default_splits(batch: int, hkv: int, max_seq: int, num_sms: int) -> int:
-    """Enough programs to fill the SMs once (about one wave), never more splits than tiles."""
-    wanted = max(1, num_sms // max(batch * hkv, 1))
+    """About four programs per SM (one wave left SMs idle: the H200 split sweep in docs/benchmarks.md),
+    never more splits than tiles."""
+    wanted = max(1, WAVES * num_sms // max(batch * hkv, 1))
     return int(min(wanted, MAX_SPLITS, triton.cdiv(max_seq, TILE_N)))
 
 
@@ -49,11 +63,18 @@ class PagedDecode(Workload):
     name = "paged_decode"
     description = "paged split-K GQA decode attention (Llama-style 32/8 heads, D 128/256)"
     features = (
-        Feature("prefetch_pages", "bitwise", doc="tile loop as tl.range(num_stages=3): next tile's page ids and "
-                "K/V gathers in flight"),
+        Feature(
+            "prefetch_pages",
+            "bitwise",
+            doc="tile loop as tl.range(num_stages=3): next tile's page ids and K/V gathers in flight",
+        ),
         Feature("skip_masked_tiles", "bitwise", doc="sliding window: never visit tiles before the window"),
-        Feature("grouped_heads", "tolerance", rtol=2e-2, doc="one program per KV head, query heads packed into a "
-                "tl.dot, instead of one program per query head"),
+        Feature(
+            "grouped_heads",
+            "tolerance",
+            rtol=2e-2,
+            doc="one program per KV head, query heads packed into a tl.dot, instead of one program per query head",
+        ),
     )
     presets = {
         "smoke": (
@@ -94,12 +115,17 @@ class PagedDecode(Workload):
         splits = MAX_SPLITS
         to = dict(device=device)
         return State(
-            case=case, q=q.to(**to), k_cache=k.to(**to), v_cache=v.to(**to),
-            block_table=table.to(dtype=torch.int32, **to), seq_lens=lens.to(**to),
+            case=case,
+            q=q.to(**to),
+            k_cache=k.to(**to),
+            v_cache=v.to(**to),
+            block_table=table.to(dtype=torch.int32, **to),
+            seq_lens=lens.to(**to),
             out=torch.empty((batch, p["hq"], p["d"]), dtype=torch_dtype, **to),
             o_part=torch.empty((batch, p["hq"], splits, p["d"]), dtype=torch.float32, **to),
             lse_part=torch.empty((batch, p["hq"], splits), dtype=torch.float32, **to),
-            scale=1.0 / math.sqrt(p["d"]), num_sms=num_sms,
+            scale=1.0 / math.sqrt(p["d"]),
+            num_sms=num_sms,
         )
 
     def splits(self, state: State, params: Mapping[str, Any]) -> int:
@@ -112,9 +138,14 @@ class PagedDecode(Workload):
         s = state
         splits = self.splits(s, params)
         kwargs = dict(
-            scale=s.scale, window=s.case.params["window"], num_splits=splits, max_seq_len=s.case.params["seq"],
-            grouped="grouped_heads" in features, prefetch_pages="prefetch_pages" in features,
-            skip_masked_tiles="skip_masked_tiles" in features, tile_n=TILE_N,
+            scale=s.scale,
+            window=s.case.params["window"],
+            num_splits=splits,
+            max_seq_len=s.case.params["seq"],
+            grouped="grouped_heads" in features,
+            prefetch_pages="prefetch_pages" in features,
+            skip_masked_tiles="skip_masked_tiles" in features,
+            tile_n=TILE_N,
         )
 
         def run() -> None:
@@ -127,8 +158,11 @@ class PagedDecode(Workload):
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
         s = state
-        return {"out": paged_decode_reference(s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.scale,
-                                              s.case.params["window"])}
+        return {
+            "out": paged_decode_reference(
+                s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.scale, s.case.params["window"]
+            )
+        }
 
     def bytes_per_call(self, case: Case) -> dict[str, int]:
         """unique: K and V of every attended token read once (grouped kernel); logical: per query head."""
