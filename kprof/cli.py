@@ -162,7 +162,7 @@ def kernels() -> None:
             console.print(f"  sweep [bold]{s.name}[/bold]: {s.doc}")
 
 
-def _execute_and_report(store, fmt: RunFormat, calibration: bool = False) -> None:
+def _execute_and_report(store, fmt: RunFormat, calibration: bool = False, quiet: bool = False) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.report import analyse_run
@@ -190,11 +190,13 @@ def _execute_and_report(store, fmt: RunFormat, calibration: bool = False) -> Non
                 progress.console.print(f"[yellow]{kind}[/yellow]: {event}")
 
         execute(store, on_event)
+    Console(stderr=True).print(f"run stored in {store.root}")
+    if quiet:
+        return
     report = analyse_run(store.root)
     _render_run(report, fmt)
     if calibration:
         _render_calibration(report, fmt)
-    Console(stderr=True).print(f"run stored in {store.root}")
 
 
 def _render_calibration(report, fmt: RunFormat) -> None:
@@ -342,6 +344,79 @@ def calibrate(
         _fail(str(e))
 
 
+class AttributeFormat(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+@app.command("attribute")
+def attribute_command(
+    target: Annotated[str, typer.Argument(help="A run folder, or a workload to run first (bundled name or .py).")],
+    preset: Annotated[str | None, typer.Option(help="Preset when running a workload.")] = None,
+    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    design: Annotated[str, typer.Option(help="Legs to run: all, add-one, leave-one-out, factorial.")] = "all",
+    sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
+    rounds: Annotated[int, typer.Option(help="Timed rounds when running.")] = 16,
+    device: Annotated[str | None, typer.Option(help="cuda or cpu when running.")] = None,
+    threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder to write when running.")] = None,
+    fmt: Annotated[
+        AttributeFormat, typer.Option("--format", help="table, md, json or html (with plots).")
+    ] = AttributeFormat.table,
+) -> None:
+    """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
+    from kprof.commands.attribute import attribute
+    from kprof.report import attribution_report as rep
+
+    try:
+        root = Path(target)
+        if not (root / "meta.json").is_file():
+            from kprof.commands.run import RunRequest
+
+            request = RunRequest(
+                target,
+                preset,
+                case,
+                design,
+                None,
+                sweep,
+                rounds,
+                None,
+                4,
+                "shared",
+                0,
+                device,
+                None,
+                threshold if threshold is not None else 0.5,
+                [],
+                1,
+                sys.argv[1:],
+            )
+            store = _start(out, False, request)
+            _execute_and_report(
+                store,
+                RunFormat.json if fmt is not AttributeFormat.table else RunFormat.table,
+                quiet=fmt is not AttributeFormat.table,
+            )
+            root = store.root
+        result = attribute(root, threshold)
+        if fmt is AttributeFormat.json:
+            payload = rep.to_json(result.levers, result.sweep, result.run.summaries, result.run.meta)
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        elif fmt is AttributeFormat.md:
+            sys.stdout.write(rep.render_markdown(result.levers, result.sweep, result.run.summaries, result.run.meta))
+        elif fmt is AttributeFormat.html:
+            sys.stdout.write(
+                rep.render_html(result.levers, result.sweep, result.per_round, result.run.summaries, result.run.meta)
+            )
+        else:
+            rep.render_terminal(result.levers, result.sweep, result.run.summaries, result.run.meta, Console())
+    except KprofInputError as e:
+        _fail(str(e))
+
+
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
@@ -359,6 +434,8 @@ def report(
         _fail(str(e))
         return
     _render_run(result, fmt)
+    if result.meta.get("design") == "calibration":
+        _render_calibration(result, fmt)
 
 
 if __name__ == "__main__":

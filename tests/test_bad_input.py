@@ -6,10 +6,10 @@ import gzip
 import json
 from pathlib import Path
 
-from conftest import GRAPH
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import GRAPH
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 

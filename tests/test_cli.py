@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from conftest import EAGER, GRAPH, real
 from typer.testing import CliRunner
 
+from conftest import EAGER, GRAPH, real
 from kprof.cli import app
 from kprof.schema import KERNEL_EVENTS
 

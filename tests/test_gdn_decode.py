@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import DEVICE
 
+from conftest import DEVICE
 from kernels.gdn_decode.workload import WORKLOAD
 from kprof.correctness import poison, relative_error
 

@@ -15,8 +15,7 @@ def _paged():
 
 
 @pytest.mark.parametrize("case_name", ["b8-s8192", "b8-s32768-w4096", "b16-s4096-d256"])
-@pytest.mark.parametrize("features", [frozenset(), frozenset({"prefetch_pages", "skip_masked_tiles",
-                                                               "grouped_heads"})])
+@pytest.mark.parametrize("features", [frozenset(), frozenset({"prefetch_pages", "skip_masked_tiles", "grouped_heads"})])
 def test_paged_decode_bf16_matches_reference(case_name: str, features: frozenset[str]) -> None:
     w = _paged()
     case = next(c for c in w.cases("pr") if c.name == case_name)

@@ -8,8 +8,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import EAGER, GRAPH, real
 
+from conftest import EAGER, GRAPH, real
 from kprof.errors import KprofInputError
 from kprof.ingest import kineto, load_trace
 

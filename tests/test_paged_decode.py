@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import DEVICE, HAS_GPU
 
+from conftest import DEVICE, HAS_GPU
 from kernels.paged_decode.workload import WORKLOAD
 from kprof.workload import Case
 

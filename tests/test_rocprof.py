@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import real
 
+from conftest import real
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import HAS_GPU
 from typer.testing import CliRunner
 
+from conftest import HAS_GPU
 from kprof.cli import app
 from kprof.run_store import RunStore
 
@@ -20,8 +20,11 @@ SMALL = ["--device", "cpu", "--case", "b2", "--rounds", "6", "--samples", "1", "
 
 def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = runner.invoke(app, ["run", "paged_decode", "--design", "endpoints", "--out", str(out), "--format", "json",
-                              *SMALL], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        ["run", "paged_decode", "--design", "endpoints", "--out", str(out), "--format", "json", *SMALL],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["timer"].startswith("host-clock")
@@ -65,8 +68,23 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
 
 
 def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["calibrate", "paged_decode", "--plant", "50", "--aa-copies", "2", "--out",
-                              str(tmp_path / "cal"), "--format", "md", *SMALL[:-2]], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        [
+            "calibrate",
+            "paged_decode",
+            "--plant",
+            "50",
+            "--aa-copies",
+            "2",
+            "--out",
+            str(tmp_path / "cal"),
+            "--format",
+            "md",
+            *SMALL[:-2],
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     assert "Planted delays" in res.stdout and "spin 50% alone" in res.stdout
     assert "kprof called" in res.stdout and "PR method" in res.stdout

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EAGER, GRAPH, real
 
+from conftest import EAGER, GRAPH, real
 from kprof.analysis.trace_tables import trace_tables
 from kprof.ingest import load_trace
 from kprof.ingest.attribute import compile_step_pattern

@@ -125,7 +125,7 @@ def leg_effects(
                     verdict=eff.verdict,
                     estimate=eff.estimate,
                 )
-                if biased and leg != aa_leg:
+                if biased and "aa" not in role_of.get(leg, ()):  # A/A copies stay visible: they are the evidence
                     row["verdict"] = "BIASED"
             row["ratio_to_baseline"] = t_med / t_base
             rows.append(row)

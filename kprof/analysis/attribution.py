@@ -1,0 +1,150 @@
+"""Per-lever attribution from one run's legs (measurement.md §4.6), per round, then Hodges–Lehmann.
+
+With v(S) = ln t(S) − ln t(∅) per round (S a set of levers):
+* add-one: v({f}) — the lever's effect in the baseline's context;
+* leave-one-out: v(N) − v(N∖{f}) — its effect in the full change's context ("revert one commit");
+* Shapley: exact, from the 2^n factorial legs; the values add up to v(N) in every round;
+* interaction (i, j): the ±1-coded 2^n two-way term E_ij;
+* total: v(N); unexplained: v(N) − Σ add-one (what an additive story leaves out).
+Every estimate is reported as effect_pct = 100·(exp(−x) − 1), positive = the lever makes it faster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kprof.analysis import stats as S
+from kprof.analysis.run_effects import CaseSummary, per_round_logs, round_statistics
+
+DESIGN_ORDER = ("total", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
+
+
+def _leg_by_features(legs: list[dict[str, Any]]) -> dict[frozenset[str], str]:
+    """Legs without forced parameters, keyed by their feature set (the first, non-A/A copy)."""
+    out: dict[frozenset[str], str] = {}
+    for d in legs:
+        if d["params"] or d.get("replica", 0) or "aa" in d["roles"]:
+            continue
+        out.setdefault(frozenset(d["features"]), d["name"])
+    return out
+
+
+def lever_values(logs: pd.DataFrame, legs: list[dict[str, Any]], levers: Sequence[str]) -> dict[str, pd.Series]:
+    """Per-round series for every attribution quantity that the run's legs allow."""
+    by = _leg_by_features(legs)
+    full = frozenset(levers)
+    base = by.get(frozenset())
+    if base is None or base not in logs:
+        return {}
+
+    def v(fs: frozenset[str]) -> pd.Series | None:
+        name = by.get(fs)
+        return logs[name] - logs[base] if name is not None and name in logs else None
+
+    series: dict[str, pd.Series] = {}
+    total = v(full)
+    if total is not None:
+        series["total|"] = total
+    add = {f: v(frozenset({f})) for f in levers}
+    for f, s in add.items():
+        if s is not None:
+            series[f"add_one|{f}"] = s
+        without = v(full - {f})
+        if total is not None and without is not None:
+            series[f"leave_one_out|{f}"] = total - without
+    n = len(levers)
+    subsets = [frozenset(f for i, f in enumerate(levers) if mask & (1 << i)) for mask in range(1 << n)]
+    if n and all(v(s) is not None for s in subsets):
+        matrix = np.stack([v(s).to_numpy() for s in subsets], axis=1)  # rounds × 2^n, bit i = lever i
+        phi = S.shapley(matrix, n)
+        for i, f in enumerate(levers):
+            series[f"shapley|{f}"] = pd.Series(phi[:, i], index=logs.index)
+        _, inter = S.factorial_effects(matrix, n)
+        for (i, j), values in inter.items():
+            series[f"interaction|{levers[i]}×{levers[j]}"] = pd.Series(values, index=logs.index)
+    if total is not None and all(s is not None for s in add.values()):
+        series["unexplained|"] = total - sum(add.values())
+    return series
+
+
+def attribute_run(
+    samples: pd.DataFrame, legs: list[dict[str, Any]], levers: Sequence[str], summaries: dict[str, CaseSummary]
+) -> pd.DataFrame:
+    """One row per (case, design, lever): estimate, exact 95% interval, p, verdict (BH across all rows)."""
+    rounds = round_statistics(samples)
+    rows: list[dict[str, Any]] = []
+    for case in pd.unique(rounds["case"]):
+        logs = per_round_logs(rounds, case).dropna(how="any")
+        summary = summaries.get(case)
+        threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
+        for key, series in lever_values(logs, legs, levers).items():
+            design, lever = key.split("|", 1)
+            eff = S.with_verdict(S.estimate(series.to_numpy()), threshold)
+            rows.append(
+                dict(
+                    case=case,
+                    design=design,
+                    lever=lever or "(all levers)",
+                    rounds=eff.rounds,
+                    effect_pct=eff.effect_pct,
+                    ci_low_pct=eff.ci_low_pct,
+                    ci_high_pct=eff.ci_high_pct,
+                    p=eff.p_wilcoxon,
+                    verdict="BIASED" if summary and summary.biased else eff.verdict,
+                )
+            )
+    table = pd.DataFrame(rows)
+    if len(table):
+        tested = table["verdict"] != "BIASED"
+        table["bh_significant"] = False
+        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
+        demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
+        table.loc[demote, "verdict"] = "UNRESOLVED"
+        order = {d: i for i, d in enumerate(DESIGN_ORDER)}
+        table = table.sort_values(
+            ["case", "design", "lever"], key=lambda c: c.map(order) if c.name == "design" else c, kind="stable"
+        ).reset_index(drop=True)
+    return table
+
+
+def sweep_table(samples: pd.DataFrame, legs: list[dict[str, Any]], summaries: dict[str, CaseSummary]) -> pd.DataFrame:
+    """Dose-response: every forced value against the unforced target, and Page's trend test per case."""
+    sweep_legs = [d for d in legs if "sweep" in d["roles"]]
+    if not sweep_legs:
+        return pd.DataFrame()
+    name = sweep_legs[0]["params"][0][0]
+    target = next(d["name"] for d in legs if "target" in d["roles"])
+    rounds = round_statistics(samples)
+    rows = []
+    for case in pd.unique(rounds["case"]):
+        logs = per_round_logs(rounds, case).dropna(how="any")
+        doses = [(d["params"][0][1], d["name"]) for d in sweep_legs if d["name"] in logs]
+        doses.sort(key=lambda x: x[0])
+        trend_p = S.trend_test(np.stack([logs[n].to_numpy() for _, n in doses], axis=1)) if len(doses) >= 3 else 1.0
+        summary = summaries.get(case)
+        threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
+        for value, leg in doses:
+            eff = S.with_verdict(S.estimate((logs[leg] - logs[target]).to_numpy()), threshold)
+            rows.append(
+                dict(
+                    case=case,
+                    param=name,
+                    value=value,
+                    time_us=float(np.exp(logs[leg]).median() / 1e3),
+                    effect_pct=eff.effect_pct,
+                    ci_low_pct=eff.ci_low_pct,
+                    ci_high_pct=eff.ci_high_pct,
+                    verdict=eff.verdict,
+                    trend_p=trend_p,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def interaction_pairs(levers: Sequence[str]) -> list[str]:
+    return [f"{a}×{b}" for a, b in combinations(levers, 2)]

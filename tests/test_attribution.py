@@ -1,0 +1,127 @@
+"""Attribution on synthetic rounds with known lever effects and a known interaction, and the CLI on a
+run recorded on an H200 (docs/runs)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from kprof.analysis.attribution import attribute_run
+from kprof.analysis.run_effects import leg_effects
+from kprof.cli import app
+from kprof.legs import design_legs
+
+LEVERS = ("a", "b", "c")
+# ln-time effect of each lever, and an a×b interaction term: t(S) = t0 · exp(Σ e_i + ab·[a and b]).
+E = {"a": -0.10, "b": -0.05, "c": 0.0}
+AB = 0.04
+
+
+def _samples(rounds: int = 16, noise: float = 0.002, seed: int = 0) -> tuple[pd.DataFrame, list[dict]]:
+    rng = np.random.default_rng(seed)
+    legs = design_legs(LEVERS, "all")
+    meta_legs = [
+        {
+            "name": leg.name,
+            "features": sorted(leg.features),
+            "params": [list(p) for p in leg.params],
+            "roles": sorted(leg.roles),
+            "replica": leg.replica,
+        }
+        for leg in legs
+    ]
+    rows = []
+    for r in range(rounds + 1):
+        drift = rng.normal(0, 0.01)  # shared by every leg of a round: pairing removes it
+        for leg in legs:
+            log_t = math.log(100e3) + drift + sum(E[f] for f in leg.features)
+            log_t += AB if {"a", "b"} <= leg.features else 0.0
+            for i in range(3):
+                rows.append(
+                    dict(
+                        case="c",
+                        leg=leg.name,
+                        round=r,
+                        sample=i,
+                        buffer_set=r % 4,
+                        slot=0,
+                        time_ns=math.exp(log_t + rng.normal(0, noise)),
+                        timer="cuda-events",
+                        burn_in=r == 0,
+                    )
+                )
+    return pd.DataFrame(rows), meta_legs
+
+
+def _row(table: pd.DataFrame, design: str, lever: str) -> pd.Series:
+    return table[(table["design"] == design) & (table["lever"] == lever)].iloc[0]
+
+
+def pct(x: float) -> float:
+    return 100 * (math.exp(-x) - 1)
+
+
+def test_add_one_leave_one_out_shapley_and_interaction_recover_the_truth() -> None:
+    samples, legs = _samples()
+    _, summaries = leg_effects(samples, legs, 0.5)
+    table = attribute_run(samples, legs, LEVERS, summaries)
+    tol = 0.15  # percent
+    assert _row(table, "add_one", "a")["effect_pct"] == pytest.approx(pct(E["a"]), abs=tol)
+    assert _row(table, "leave_one_out", "a")["effect_pct"] == pytest.approx(pct(E["a"] + AB), abs=tol)
+    assert _row(table, "shapley", "a")["effect_pct"] == pytest.approx(pct(E["a"] + AB / 2), abs=tol)
+    assert _row(table, "shapley", "b")["effect_pct"] == pytest.approx(pct(E["b"] + AB / 2), abs=tol)
+    assert _row(table, "shapley", "c")["verdict"] == "SAME"
+    # ±1-coded two-way effect of a pure pairwise term b_ab is b_ab / 2 (measurement.md §4.6).
+    assert _row(table, "interaction", "a×b")["effect_pct"] == pytest.approx(pct(AB / 2), abs=tol)
+    assert _row(table, "interaction", "a×c")["verdict"] == "SAME"
+    assert _row(table, "total", "(all levers)")["effect_pct"] == pytest.approx(pct(E["a"] + E["b"] + AB), abs=tol)
+    assert _row(table, "unexplained", "(all levers)")["effect_pct"] == pytest.approx(pct(AB), abs=tol)
+    for _, r in table.iterrows():
+        assert r["ci_low_pct"] <= r["effect_pct"] <= r["ci_high_pct"]
+        assert r["verdict"] in {"FASTER", "SLOWER", "SAME", "UNRESOLVED"}
+
+
+def test_shapley_adds_up_to_the_total_in_every_round() -> None:
+    from kprof.analysis.attribution import lever_values
+    from kprof.analysis.run_effects import per_round_logs, round_statistics
+
+    samples, legs = _samples(noise=0.01, seed=3)
+    logs = per_round_logs(round_statistics(samples), "c")
+    values = lever_values(logs, legs, LEVERS)
+    total = values["total|"]
+    assert np.allclose(sum(values[f"shapley|{f}"] for f in LEVERS), total)
+
+
+def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
+    run = ROOT / "docs" / "runs" / "h200-2026-11-30" / "gdn_pr"
+    runner = CliRunner()
+    res = runner.invoke(app, ["attribute", str(run), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert {"levers", "aa"} <= set(out)
+    designs = {row["design"] for row in out["levers"]}
+    assert {"add_one", "leave_one_out", "shapley"} <= designs
+    for row in out["levers"]:
+        assert {"case", "lever", "design", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict"} <= set(row)
+    md = runner.invoke(app, ["attribute", str(run), "--format", "md"], catch_exceptions=False).stdout
+    assert "| case | conv_warps | reuse_state | stream_state |" in md
+    html = runner.invoke(app, ["attribute", str(run), "--format", "html"], catch_exceptions=False).stdout
+    assert html.startswith("<!doctype html>") and html.count("data:image/png;base64,") >= 8
+
+
+def test_sweep_table_on_the_stored_split_sweep() -> None:
+    from kprof.commands.attribute import attribute
+
+    result = attribute(ROOT / "docs" / "runs" / "h200-2026-11-30" / "paged_sweep")
+    sweep = result.sweep
+    assert sweep["value"].tolist() == [1, 2, 4, 8, 16, 32]
+    assert sweep["trend_p"].iloc[0] < 0.01
+    best = sweep.loc[sweep["time_us"].idxmin(), "value"]
+    assert best == 8
