@@ -417,6 +417,49 @@ def attribute_command(
         _fail(str(e))
 
 
+class CompareFormat(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+    csv = "csv"
+
+
+@app.command("compare")
+def compare_command(
+    a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
+    b: Annotated[Path, typer.Argument(help="B: the same kind as A.")],
+    threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
+    steps: Annotated[str | None, typer.Option(help="Step regex for traces (default ProfilerStep#N).")] = None,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="Exit 1 when a verdict breaks this, e.g. 'slower>2%'.")
+    ] = None,
+    top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
+    fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,
+) -> None:
+    """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
+    have repetitions."""
+    from kprof.commands.compare import compare, failures
+    from kprof.report import compare_report as rep
+
+    try:
+        result = compare(a, b, threshold, steps)
+        broken = failures(result, fail_on) if fail_on else []
+    except KprofInputError as e:
+        _fail(str(e))
+        return
+    if fmt is CompareFormat.json:
+        sys.stdout.write(json.dumps(rep.to_json(result), indent=2) + "\n")
+    elif fmt is CompareFormat.csv:
+        sys.stdout.write(rep.render_csv(result))
+    elif fmt is CompareFormat.md:
+        sys.stdout.write(rep.render_markdown(result, top or None))
+    else:
+        rep.render_terminal(result, Console(), top or None)
+    if broken:
+        typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(broken), err=True)
+        raise typer.Exit(1)
+
+
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],

@@ -136,3 +136,15 @@ def test_trend_test_detects_ordered_doses() -> None:
     assert S.trend_test(rising) < 1e-4
     flat = 0.001 * rng.standard_normal((16, 5))
     assert S.trend_test(flat) > 0.01
+
+
+def test_two_sample_shift_and_interval() -> None:
+    rng = np.random.default_rng(5)
+    a = np.exp(rng.normal(0.0, 0.01, 20))
+    b = np.exp(rng.normal(0.05, 0.01, 20))
+    eff = S.two_sample(a, b)
+    assert eff.estimate == pytest.approx(0.05, abs=0.01)
+    assert eff.low < 0.05 < eff.high and eff.low > 0
+    assert eff.p_wilcoxon < 1e-6
+    small = S.two_sample([1.0, 1.1, 1.2], [1.3, 1.4, 1.5])
+    assert (small.low, small.high) == (-math.inf, math.inf)

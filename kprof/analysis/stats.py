@@ -232,3 +232,21 @@ def trend_test(blocks: np.ndarray) -> float:
     increasing = sps.page_trend_test(data).pvalue
     decreasing = sps.page_trend_test(data[:, ::-1]).pvalue
     return float(min(1.0, 2 * min(increasing, decreasing)))
+
+
+# --- two independent samples (runs or traces of A vs B, no pairing) ---------------------------
+
+
+def two_sample(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Effect:
+    """Shift of ln b against ln a: Hodges–Lehmann (median of pairwise differences) with Lehmann's
+    distribution-free interval and the Mann–Whitney p. The interval is (−inf, inf) when the samples
+    are too small to reach level 1 − α (3 against 3 cannot)."""
+    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    diffs = np.sort((lb[None, :] - la[:, None]).ravel())
+    est = float(np.median(diffs))
+    n, m = len(la), len(lb)
+    z = sps.norm.ppf(1 - alpha / 2)
+    k = int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12.0)))
+    lo, hi = (float(diffs[k - 1]), float(diffs[len(diffs) - k])) if k >= 1 else (-math.inf, math.inf)
+    p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue) if n and m else 1.0
+    return Effect(rounds=min(n, m), estimate=est, low=lo, high=hi, p_wilcoxon=p, p_sign=float("nan"))
