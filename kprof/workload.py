@@ -125,6 +125,7 @@ class Workload(ABC):
 BUNDLED = {
     "copy": "kernels.copy.workload",
     "gdn_decode": "kernels.gdn_decode.workload",
+    "mla_decode": "kernels.mla_decode.workload",
     "paged_decode": "kernels.paged_decode.workload",
 }
 

@@ -1,0 +1,216 @@
+"""Split-K MLA decode in Triton with the three levers of aiter PR #4758 as switches.
+
+Each cache row is [ckv (512) | kpe (64)]; K is the whole row and V its first 512 values. Stage 1
+walks each split's tokens through the page table (page size 1) and writes a normalised partial
+output and its log-sum-exp; stage 2 merges the splits. Levers:
+
+* ``PIPELINED_LOADS``: the stage-1 loop is ``tl.range(..., num_stages=3)``: page indices and the
+  KV gathers of the next tiles stay in flight (``cp.async`` on NVIDIA). Off: ``num_stages=1``.
+  Bit-exact.
+* ``SPLIT_MAJOR``: grid axes swapped so all requests' programs for one split are adjacent in
+  launch order (on AMD they share an XCD's L2). Relabelling only: bit-exact; expected ~0 on H200.
+* ``tiled_reduce`` (``D_SPLIT`` > 1): stage 2 split over the 512-wide value dimension while the
+  grid leaves SMs idle, with 4 warps instead of 8; each slice re-derives the same scalar weights.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+KV_LORA = 512
+ROPE = 64
+
+
+@triton.jit
+def mla_decode_stage1(
+    q,
+    kv,
+    page_table,
+    seq_lens,
+    o_part,
+    lse_part,
+    stride_qb,
+    stride_qh,
+    stride_kv,
+    stride_pt,
+    stride_ob,
+    stride_oh,
+    stride_os,
+    stride_lb,
+    stride_lh,
+    sm_scale,
+    tokens_per_split,
+    num_heads,
+    batch,
+    BLOCK_H: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    D_V: tl.constexpr,
+    D_PE: tl.constexpr,
+    PIPELINED_LOADS: tl.constexpr,
+    SPLIT_MAJOR: tl.constexpr,
+):
+    if SPLIT_MAJOR:
+        i_s, i_b = tl.program_id(0), tl.program_id(1)
+    else:
+        i_b, i_s = tl.program_id(0), tl.program_id(1)
+    i_hb = tl.program_id(2)
+    seq_len = tl.load(seq_lens + i_b)
+    lo = i_s * tokens_per_split
+    hi = tl.minimum(lo + tokens_per_split, seq_len)
+    o_h = i_hb * BLOCK_H + tl.arange(0, BLOCK_H)
+    m_h = o_h < num_heads
+    o_v = tl.arange(0, D_V)
+    o_pe = tl.arange(0, D_PE)
+    p_q = q + i_b * stride_qb + o_h[:, None] * stride_qh
+    b_q = tl.load(p_q + o_v[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 512]
+    b_qpe = tl.load(p_q + D_V + o_pe[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 64]
+    b_m = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    b_l = tl.zeros([BLOCK_H], tl.float32)
+    b_acc = tl.zeros([BLOCK_H, D_V], tl.float32)
+    for n0 in tl.range(lo, hi, BLOCK_N, num_stages=3 if PIPELINED_LOADS else 1):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < hi
+        b_row = tl.load(page_table + i_b * stride_pt + o_n, mask=m_n, other=0).to(tl.int64)
+        p_kv = kv + b_row[:, None] * stride_kv
+        b_k = tl.load(p_kv + o_v[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 512] = V too
+        b_kpe = tl.load(p_kv + D_V + o_pe[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 64]
+        b_s = tl.dot(b_q, tl.trans(b_k)) + tl.dot(b_qpe, tl.trans(b_kpe))
+        b_s = tl.where(m_n[None, :], b_s * sm_scale, float("-inf"))
+        b_m_new = tl.maximum(b_m, tl.max(b_s, axis=1))
+        b_m_safe = tl.where(b_m_new == float("-inf"), 0.0, b_m_new)
+        b_alpha = tl.exp(b_m - b_m_safe)
+        b_p = tl.exp(b_s - b_m_safe[:, None])
+        b_l = b_l * b_alpha + tl.sum(b_p, axis=1)
+        b_acc = b_acc * b_alpha[:, None] + tl.dot(b_p.to(b_k.dtype), b_k)
+        b_m = b_m_new
+    b_lpos = tl.where(b_l > 0, b_l, 1.0)
+    b_out = tl.where(b_l[:, None] > 0, b_acc / b_lpos[:, None], 0.0)
+    b_lse = tl.where(b_l > 0, b_m + tl.log(b_lpos), float("-inf"))
+    p_o = o_part + i_b * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_v[None, :]
+    tl.store(p_o, b_out, mask=m_h[:, None])
+    tl.store(lse_part + i_b * stride_lb + o_h * stride_lh + i_s, b_lse, mask=m_h)
+
+
+@triton.jit
+def mla_decode_stage2(
+    o_part,
+    lse_part,
+    out,
+    stride_ob,
+    stride_oh,
+    stride_os,
+    stride_lb,
+    stride_lh,
+    stride_outb,
+    stride_outh,
+    num_splits,
+    BLOCK_S: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    """Merge the splits of one (request, head) for one slice of BLOCK_D value columns, BLOCK_S
+    splits per step (one tile per step, not one dependent rescale per split)."""
+    i_b, i_h, i_d = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    o_d = i_d * BLOCK_D + tl.arange(0, BLOCK_D)
+    p_lse = lse_part + i_b * stride_lb + i_h * stride_lh
+    b_max = tl.full([BLOCK_S], float("-inf"), tl.float32)
+    for s0 in range(0, num_splits, BLOCK_S):
+        o_s = s0 + tl.arange(0, BLOCK_S)
+        b_max = tl.maximum(b_max, tl.load(p_lse + o_s, mask=o_s < num_splits, other=float("-inf")))
+    m_all = tl.max(b_max, axis=0)
+    m_all = tl.where(m_all == float("-inf"), 0.0, m_all)
+    b_sum = tl.zeros([BLOCK_S], tl.float32)
+    b_acc = tl.zeros([BLOCK_D], tl.float32)
+    for s0 in range(0, num_splits, BLOCK_S):
+        o_s = s0 + tl.arange(0, BLOCK_S)
+        m_s = o_s < num_splits
+        b_w = tl.exp(tl.load(p_lse + o_s, mask=m_s, other=float("-inf")) - m_all)
+        p_o = o_part + i_b * stride_ob + i_h * stride_oh + o_s[:, None] * stride_os + o_d[None, :]
+        b_o = tl.load(p_o, mask=m_s[:, None], other=0.0)
+        b_acc += tl.sum(b_o * b_w[:, None], axis=0)
+        b_sum += b_w
+    total = tl.sum(b_sum, axis=0)
+    b_out = b_acc / tl.where(total > 0, total, 1.0)
+    tl.store(out + i_b * stride_outb + i_h * stride_outh + o_d, b_out.to(out.dtype.element_ty))
+
+
+def stage2_tiling(batch: int, heads: int, num_sms: int, tiled: bool) -> tuple[int, int]:
+    """(D_SPLIT, num_warps): split the value dimension only while the grid leaves SMs idle (max 8)."""
+    if not tiled:
+        return 1, 8
+    d_split = 1
+    while d_split < 8 and batch * heads * d_split * 2 <= num_sms and KV_LORA // (d_split * 2) >= 16:
+        d_split *= 2
+    return d_split, (8 if d_split == 1 else 4)
+
+
+def mla_decode(
+    q,
+    kv,
+    page_table,
+    seq_lens,
+    out,
+    o_part,
+    lse_part,
+    *,
+    sm_scale: float,
+    num_splits: int,
+    max_seq_len: int,
+    num_sms: int,
+    pipelined_loads: bool,
+    split_major_grid: bool,
+    tiled_reduce: bool,
+    block_h: int = 16,
+    block_n: int = 32,
+) -> None:
+    """q: [B, H, 576]; kv: [rows, 576]; page_table: [B, ≥ max_seq] int32 (token → row); seq_lens: [B];
+    out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits)."""
+    batch, heads, _ = q.shape
+    tokens_per_split = triton.cdiv(triton.cdiv(max_seq_len, num_splits), block_n) * block_n
+    head_blocks = triton.cdiv(heads, block_h)
+    grid = (num_splits, batch, head_blocks) if split_major_grid else (batch, num_splits, head_blocks)
+    mla_decode_stage1[grid](
+        q,
+        kv,
+        page_table,
+        seq_lens,
+        o_part,
+        lse_part,
+        q.stride(0),
+        q.stride(1),
+        kv.stride(0),
+        page_table.stride(0),
+        o_part.stride(0),
+        o_part.stride(1),
+        o_part.stride(2),
+        lse_part.stride(0),
+        lse_part.stride(1),
+        sm_scale,
+        tokens_per_split,
+        heads,
+        batch,
+        BLOCK_H=block_h,
+        BLOCK_N=block_n,
+        D_V=KV_LORA,
+        D_PE=ROPE,
+        PIPELINED_LOADS=pipelined_loads,
+        SPLIT_MAJOR=split_major_grid,
+        num_warps=4,
+    )
+    d_split, warps = stage2_tiling(batch, heads, num_sms, tiled_reduce)
+    mla_decode_stage2[(batch, heads, d_split)](
+        o_part,
+        lse_part,
+        out,
+        o_part.stride(0),
+        o_part.stride(1),
+        o_part.stride(2),
+        lse_part.stride(0),
+        lse_part.stride(1),
+        out.stride(0),
+        out.stride(1),
+        num_splits,
+        BLOCK_S=min(triton.next_power_of_2(num_splits), 8192 // (KV_LORA // d_split)),
+        BLOCK_D=KV_LORA // d_split,
+        num_warps=warps,
+    )

@@ -1,0 +1,151 @@
+"""mla_decode as a kprof workload: the aiter PR #4758 workload (68,000-token contexts, a 63,240-token
+prefix shared by every 8 requests through the page table) and small CPU shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+
+from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode
+from kernels.mla_decode.reference import mla_decode_reference
+from kprof.workload import Case, Feature, Sweep, Workload
+
+ROW = KV_LORA + ROPE
+BLOCK_N = 32
+MAX_SPLITS = 256
+PREFIX, CONTEXT, SHARE = 63_240, 68_000, 8
+
+
+def _case(name: str, batch: int, heads: int, context: int = CONTEXT, prefix: int = PREFIX, share: int = SHARE) -> Case:
+    return Case(name, dict(batch=batch, heads=heads, context=context, prefix=prefix, share=share))
+
+
+def default_splits(batch: int, heads: int, context: int) -> int:
+    """Upstream's policy: about 256 programs per call (256 // (B · head blocks)), bounded by the tiles."""
+    return int(max(1, min(256 // (batch * triton.cdiv(heads, 16)), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
+
+
+@dataclass
+class State:
+    case: Case
+    q: torch.Tensor
+    kv: torch.Tensor
+    page_table: torch.Tensor
+    seq_lens: torch.Tensor
+    out: torch.Tensor
+    o_part: torch.Tensor
+    lse_part: torch.Tensor
+    num_sms: int
+
+
+class MlaDecode(Workload):
+    name = "mla_decode"
+    description = "split-K MLA decode (kv_lora 512 + rope 64, page size 1, shared-prefix page table)"
+    features = (
+        Feature(
+            "pipelined_loads",
+            "bitwise",
+            doc="stage-1 loop as tl.range(num_stages=3): page indices and KV gathers in flight",
+        ),
+        Feature(
+            "split_major_grid",
+            "bitwise",
+            doc="stage-1 grid (S, B, heads) instead of (B, S, heads); a negative control on an H200",
+        ),
+        Feature(
+            "tiled_reduce",
+            "tolerance",
+            rtol=1e-6,
+            doc="stage 2 split over the 512-wide value dim while SMs idle, 4 warps instead of 8",
+        ),
+    )
+    presets = {
+        "smoke": (
+            _case("b2-h4-c80", 2, 4, context=80, prefix=50, share=2),
+            _case("b3-h16-c45", 3, 16, context=45, prefix=20, share=2),
+        ),
+        "pr": tuple(_case(f"h{h}-c{c}", c, h) for h in (12, 16) for c in (1, 2, 4, 8, 16, 24, 48)),
+        "sweep": (_case("h12-c8", 8, 12), _case("h12-c48", 48, 12)),
+    }
+    sweeps = (Sweep("num_splits", "KV splits per request (2 … 256)", lambda case, v: 1 <= int(v) <= MAX_SPLITS),)
+    reference_rtol = 2e-2
+
+    def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
+        p = case.params
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        dt = getattr(torch, dtype)
+        batch, ctx, prefix, share = p["batch"], p["context"], p["prefix"], p["share"]
+        groups = triton.cdiv(batch, share)
+        suffix = ctx - prefix
+        rows = groups * prefix + batch * suffix
+        # Rows are placed in random order in the pool, as an allocator leaves them; requests of one
+        # group point at the same prefix rows (prefix caching).
+        perm = torch.randperm(rows, generator=gen).to(torch.int32)
+        table = torch.empty(batch, ctx, dtype=torch.int32)
+        for b in range(batch):
+            g = b // share
+            table[b, :prefix] = perm[g * prefix : (g + 1) * prefix]
+            start = groups * prefix + b * suffix
+            table[b, prefix:] = perm[start : start + suffix]
+        kv = torch.randn(rows, ROW, generator=gen).to(dt)
+        q = torch.randn(batch, p["heads"], ROW, generator=gen).to(dt)
+        # On the CPU, pretend to be an H200 (132 SMs) so every lever's gate opens under the interpreter.
+        num_sms = torch.cuda.get_device_properties(device).multi_processor_count if device.startswith("cuda") else 132
+        to = dict(device=device)
+        return State(
+            case=case,
+            q=q.to(**to),
+            kv=kv.to(**to),
+            page_table=table.to(**to),
+            seq_lens=torch.full((batch,), ctx, dtype=torch.int32, device=device),
+            out=torch.empty(batch, p["heads"], KV_LORA, dtype=dt, **to),
+            o_part=torch.empty(batch, p["heads"], MAX_SPLITS, KV_LORA, dtype=torch.float32, **to),
+            lse_part=torch.empty(batch, p["heads"], MAX_SPLITS, dtype=torch.float32, **to),
+            num_sms=num_sms,
+        )
+
+    def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
+        p = state.case.params
+        splits = int(params.get("num_splits", default_splits(p["batch"], p["heads"], p["context"])))
+        kwargs = dict(
+            sm_scale=ROW**-0.5,
+            num_splits=splits,
+            max_seq_len=p["context"],
+            num_sms=state.num_sms,
+            pipelined_loads="pipelined_loads" in features,
+            split_major_grid="split_major_grid" in features,
+            tiled_reduce="tiled_reduce" in features,
+            block_n=BLOCK_N,
+        )
+        s = state
+        return lambda: mla_decode(s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
+
+    def outputs(self, state: State) -> dict[str, torch.Tensor]:
+        return {"out": state.out}
+
+    def reference(self, state: State) -> dict[str, torch.Tensor]:
+        s = state
+        return {"out": mla_decode_reference(s.q, s.kv, s.page_table, s.seq_lens, ROW**-0.5)}
+
+    def bytes_per_call(self, case: Case) -> dict[str, int]:
+        """logical: every request's KV (aiter test_mla.py convention); unique: shared prefixes once."""
+        p = case.params
+        batch, heads, ctx = p["batch"], p["heads"], p["context"]
+        groups = triton.cdiv(batch, p["share"])
+        q_o = batch * heads * (ROW + KV_LORA) * 2
+        splits = default_splits(batch, heads, ctx)
+        partials = 2 * batch * heads * splits * (KV_LORA + 1) * 4 if splits > 1 else 0
+        table = batch * ctx * 4
+        unique_kv = (groups * p["prefix"] + batch * (ctx - p["prefix"])) * ROW * 2
+        return {"unique": unique_kv + q_o + partials + table, "logical": batch * ctx * ROW * 2 + q_o + partials + table}
+
+    def flops_per_call(self, case: Case) -> int:
+        p = case.params
+        return 2 * p["batch"] * p["heads"] * p["context"] * (ROW + KV_LORA)
+
+
+WORKLOAD = MlaDecode()
