@@ -127,11 +127,17 @@ def _render_run(report, fmt: RunFormat) -> None:
     from kprof.report import run_report as rep
 
     if fmt is RunFormat.json:
-        sys.stdout.write(json.dumps(rep.to_json(report.effects, report.summaries, report.meta), indent=2) + "\n")
+        payload = rep.to_json(report.effects, report.summaries, report.meta)
+        payload["kernels"] = (
+            json.loads(report.kernel_effects.to_json(orient="records")) if len(report.kernel_effects) else []
+        )
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     elif fmt is RunFormat.md:
         sys.stdout.write(rep.render_markdown(report.effects, report.summaries, report.meta))
+        sys.stdout.write(rep.render_kernel_breakdown(report.kernel_effects, markdown=True))
     else:
         rep.render_terminal(report.effects, report.summaries, report.meta, Console())
+        Console().print(rep.render_kernel_breakdown(report.kernel_effects, markdown=False))
 
 
 @app.command()
@@ -237,9 +243,15 @@ def _floats(text: str | None, option: str) -> list[float]:
         raise KprofInputError(option, f"expected comma-separated numbers, got {text!r}") from None
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
-    workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file defining WORKLOAD.")],
+    ctx: typer.Context,
+    workload: Annotated[
+        str | None,
+        typer.Argument(
+            help="Bundled workload name or path to a .py file defining WORKLOAD (omit for a whole program after --)."
+        ),
+    ] = None,
     preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
     case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
     design: Annotated[str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all.")] = "all",
@@ -258,22 +270,56 @@ def run(
         ),
     ] = "shared",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
+    collector: Annotated[
+        str,
+        typer.Option(
+            help="events (default), torch (adds per-kernel times per leg), or, for whole programs, torch or rocprofv3."
+        ),
+    ] = "events",
+    leg: Annotated[
+        list[str] | None,
+        typer.Option(help="Whole-program leg NAME[:VAR=VALUE,…]; the first is the baseline. The program follows --."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for inputs and leg order.")] = 0,
     device: Annotated[
         str | None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, host clock).")
     ] = None,
     dtype: Annotated[str | None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")] = None,
     threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/WORKLOAD-TIME).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
 ) -> None:
-    """Run the legs of a workload: correctness gate, then interleaved timed rounds; store every sample."""
+    """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
+    (one process per leg per round under a collector); store every sample."""
     from kprof.commands.run import RunRequest
 
     try:
+        program = list(ctx.args)
+        if workload is not None and (program or leg):  # `kprof run --leg … -- CMD`: the whole command is program
+            program, workload = [workload, *program], None
+        if program or leg:
+            import time as _time
+
+            from kprof.commands.program import create_program_run, parse_leg
+
+            if resume:
+                from kprof.run_store import RunStore
+
+                store = RunStore(out) if out else None
+                if store is None:
+                    raise KprofInputError("--resume", "needs --out RUN_DIR")
+            else:
+                legs = [parse_leg(spec) for spec in (leg or [])]
+                name = Path(program[-1]).stem if program else "program"
+                out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
+                store = create_program_run(out, legs, program, collector, rounds, seed, threshold, sys.argv[1:])
+            _execute_and_report(store, fmt)
+            return
+        if workload is None and not resume:
+            raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
         request = RunRequest(
-            workload,
+            workload or "",
             preset,
             case,
             design,
@@ -290,6 +336,7 @@ def run(
             [],
             aa_copies,
             sys.argv[1:],
+            collector,
         )
         _execute_and_report(_start(out, resume, request), fmt)
     except KprofInputError as e:

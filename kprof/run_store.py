@@ -12,8 +12,11 @@ Layout (columns and units documented here, the one place):
   when the SM clock sags), and whatever clock/temperature/throttle readings the timer has.
 * ``checks/`` — correctness results: ``case``, ``leg``, ``round`` (−1 before timing),
   ``buffer_set``, ``rule``, ``passed``, ``vs_baseline``, ``vs_reference``, ``detail``.
-* ``compile.parquet`` parts per case — Triton metadata per leg and kernel: ``case``, ``leg``,
-  ``kernel``, ``num_warps``, ``num_stages``, ``shared_bytes``, ``registers``, ``spills``.
+* ``compile/`` — Triton metadata per leg and kernel: ``case``, ``leg``, ``kernel``, ``num_warps``,
+  ``num_stages``, ``shared_bytes``, ``registers``, ``spills``.
+* ``kernels/`` — with ``--collector torch``: device time per kernel, from the profiled replay of
+  every timed round: ``case``, ``leg``, ``round``, ``kernel`` (short name), ``calls``, ``total_us``.
+* ``traces/`` — the profiler traces those came from (Kineto JSON, readable by ``kprof trace``).
 
 Any parquet reader reads a folder (``pyarrow.dataset``, ``pandas.read_parquet``, DuckDB).
 """
@@ -32,7 +35,7 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 
 RUN_FORMAT_VERSION = 1
-TABLES = ("samples", "rounds", "checks", "compile")
+TABLES = ("samples", "rounds", "checks", "compile", "kernels")
 
 
 def _write(frame: pd.DataFrame, path: Path) -> None:

@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -269,8 +270,33 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
         )
         store.write_part("checks", case_index, r, pd.DataFrame(round_checks))
         emit(event="round", case=case.name, round=r, rounds=rounds)
+    if meta.get("collector") == "torch" and device != "cpu":
+        at("profile")
+        _profile_rounds(store, case_index, case.name, legs, timed, orders, rounds, buffer_set, timer)
     store.update_case(case.name, status="done")
     progress.unlink(missing_ok=True)
+
+
+def _profile_rounds(
+    store: RunStore,
+    case_index: int,
+    case: str,
+    legs: list[Leg],
+    timed: list[int],
+    orders: list[list[int]],
+    rounds: int,
+    buffer_set: Any,
+    timer: Any,
+) -> None:
+    """The torch collector: every timed round once more under the profiler, each leg in its own range."""
+    from kprof.collectors.torch_profile import kernel_times, profile_rounds
+
+    plan = [
+        [(legs[timed[i]].name, r, partial(timer.replay, (timed[i], buffer_set(timed[i], r)))) for i in orders[r]]
+        for r in range(1, rounds + 1)
+    ]
+    path = profile_rounds(store.root / "traces" / f"c{case_index:03d}.pt.trace.json.gz", plan, timer.flush.zero_)
+    store.write_part("kernels", case_index, None, kernel_times(path, case))
 
 
 def main() -> None:

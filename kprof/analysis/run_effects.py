@@ -24,7 +24,7 @@ AA_ROLE = "aa"
 
 def round_statistics(samples: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, leg, round) of the timed rounds: trimmed mean and median of the samples (ns)."""
-    timed = samples[~samples["burn_in"]]
+    timed = samples[~samples["burn_in"] & (samples["time_ns"] > 0)]  # a zero time has no logarithm
     g = timed.groupby(["case", "leg", "round"], sort=False)["time_ns"]
     out = g.agg(
         t_ns=lambda x: float(sps.trim_mean(x.to_numpy(), TRIM)),

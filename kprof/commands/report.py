@@ -22,6 +22,7 @@ class RunReport:
     compile: pd.DataFrame
     calibration: pd.DataFrame
     sign_rule: pd.DataFrame
+    kernel_effects: pd.DataFrame
 
 
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
@@ -32,6 +33,17 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         raise KprofInputError(root, "holds no finished round yet")
     threshold = meta.get("threshold_pct", 0.5) if threshold_pct is None else threshold_pct
     effects, summaries = leg_effects(samples, meta["legs"], threshold, meta.get("bytes_per_call"))
+    kernels = store.read("kernels")
+    kernel_effects = pd.DataFrame()
+    if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
+        as_samples = kernels.assign(
+            case=kernels["case"] + " · " + kernels["kernel"],
+            time_ns=kernels["total_us"] * 1e3,
+            sample=0,
+            burn_in=False,
+            timer="torch",
+        )
+        kernel_effects, _ = leg_effects(as_samples, meta["legs"], threshold)
     return RunReport(
         meta,
         effects,
@@ -40,4 +52,5 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         store.read("compile"),
         calibration_table(samples, effects, meta["legs"]),
         sign_rule(samples, meta["legs"]),
+        kernel_effects,
     )

@@ -94,6 +94,7 @@ class RunRequest:
     plants: list[float] = field(default_factory=list)
     aa_copies: int = 1
     argv: list[str] = field(default_factory=list)
+    collector: str = "events"
 
 
 def create_run(out: Path, req: RunRequest) -> RunStore:
@@ -106,6 +107,12 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
     min_rounds = 5 if req.buffers == "per-leg" else 6
     if req.rounds < min_rounds:
         raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
+    if req.collector not in ("events", "torch"):
+        raise KprofInputError(
+            "--collector",
+            "a workload runs under events (default) or torch; rocprofv3 wraps "
+            "whole programs (kprof run --leg … --collector rocprofv3 -- CMD)",
+        )
     if req.buffers not in ("shared", "per-leg"):
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     sweep_spec = parse_sweep(req.sweep, workload)
@@ -151,6 +158,7 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
         "device": device,
         "dtype": req.dtype or ("float16" if device == "cpu" else "bfloat16"),
         "threshold_pct": req.threshold_pct,
+        "collector": req.collector,
         "bytes_per_call": {c.name: workload.bytes_per_call(c) for c in cases},
         "flops_per_call": {c.name: workload.flops_per_call(c) for c in cases},
         "versions": _versions(),
@@ -173,6 +181,11 @@ def _worker_env(device: str) -> dict[str, str]:
 def execute(store: RunStore, on_event: Callable[[dict[str, Any]], None]) -> None:
     """Run every unfinished case; a worker that dies loses only the leg it was running."""
     meta = store.read_meta()
+    if meta.get("mode") == "program":
+        from kprof.commands.program import execute_program
+
+        execute_program(store, on_event)
+        return
     env = _worker_env(meta["device"])
     for index, case in enumerate(meta["cases"]):
         status = meta.get("case_status", {}).get(case, {})

@@ -114,6 +114,23 @@ def render_terminal(
             console.print(f"[red]{case} · {leg} not timed:[/red] {reason}")
 
 
+def render_kernel_breakdown(kernel_effects: pd.DataFrame, markdown: bool) -> str:
+    """Per-kernel device time per leg from the torch collector (e.g. stage 1 vs stage 2)."""
+    if not len(kernel_effects):
+        return ""
+    lines = [
+        "",
+        "Per kernel, from the torch profiler (µs per leg call; effect vs baseline, 95% CI):",
+        "",
+        "| case · kernel | leg | µs | effect [95% CI] | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for _, r in kernel_effects.iterrows():
+        lines.append(f"| {r['case']} | {r['leg']} | {_time_text(r['time_us'])} | {effect_text(r)} | {r['verdict']} |")
+    text = "\n".join(lines) + "\n"
+    return text if markdown else text.replace("| ", "").replace(" |", "  ").replace("|---", "")
+
+
 def timer_label(meta: dict[str, Any]) -> str:
     return meta.get("timer") or (
         "host-clock (CPU, Triton interpreter: not device time)"

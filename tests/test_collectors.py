@@ -1,0 +1,112 @@
+"""Collectors: rocprofv3 command construction, process handling and ingest (with a stand-in
+executable: no AMD GPU here), whole-program legs, and the torch collector on a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import HAS_GPU, ROOT
+from kprof.cli import app
+from kprof.collectors import rocprofv3
+from kprof.commands.program import parse_leg
+from kprof.errors import KprofInputError
+
+FAKE = ROOT / "tests" / "fake_bin"
+runner = CliRunner()
+
+
+def test_rocprofv3_command_asks_for_csv_in_a_named_place(tmp_path: Path) -> None:
+    cmd = rocprofv3.command(["python", "bench.py", "--n", "3"], tmp_path, "leg0")
+    assert cmd[:2] == ["rocprofv3", "--kernel-trace"]
+    assert cmd[cmd.index("--output-format") + 1] == "csv"
+    assert cmd[cmd.index("-d") + 1] == str(tmp_path) and cmd[cmd.index("-o") + 1] == "leg0"
+    assert cmd[cmd.index("--") + 1 :] == ["python", "bench.py", "--n", "3"]
+    with pytest.raises(KprofInputError):
+        rocprofv3.command([], tmp_path, "x")
+
+
+def test_leg_specs() -> None:
+    assert parse_leg("fast:USE_FAST=1,BLOCK=64").env == (("USE_FAST", "1"), ("BLOCK", "64"))
+    assert parse_leg("base").env == ()
+    with pytest.raises(KprofInputError):
+        parse_leg("bad:NOVALUE")
+
+
+def test_whole_program_under_rocprofv3_finds_a_planted_slowdown(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    program = [sys.executable, "-c", "print('working')"]
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "--leg",
+            "base",
+            "--leg",
+            "slow:FAKE_KERNEL_SCALE=1.03",
+            "--collector",
+            "rocprofv3",
+            "--rounds",
+            "8",
+            "--out",
+            str(tmp_path / "run"),
+            "--format",
+            "json",
+            "--",
+            *program,
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    rows = {(r["case"], r["leg"]): r for r in out["legs"]}
+    slow = rows[("GPU busy per process", "slow")]
+    assert slow["verdict"] == "SLOWER" and slow["ci_low_pct"] < -2.5 < slow["ci_high_pct"] + 0.5
+    assert rows[("GPU busy per process", "base (A/A)")]["verdict"] in {"SAME", "UNRESOLVED"}
+    assert ("attn_kernel (per call)", "slow") in rows  # per-kernel µs/call, short names from the CSV
+    traces = list((tmp_path / "run" / "traces").rglob("*_kernel_trace.csv"))
+    assert len(traces) == 3 * 9  # 3 legs (A/A included) × (8 rounds + burn-in)
+
+
+def test_program_errors(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    res = runner.invoke(app, ["run", "--leg", "base", "--collector", "torch", "--out", str(tmp_path / "a"), "--", "ls"])
+    assert res.exit_code == 2 and "python SCRIPT" in res.stderr
+    res = runner.invoke(
+        app, ["run", "--leg", "base", "--collector", "events", "--out", str(tmp_path / "b"), "--", "python", "x.py"]
+    )
+    assert res.exit_code == 2 and "--collector" in res.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="the torch collector records CUDA kernels")
+def test_torch_collector_gives_per_kernel_times_per_leg(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "paged_decode",
+            "--case",
+            "b8-s8192",
+            "--design",
+            "endpoints",
+            "--rounds",
+            "6",
+            "--collector",
+            "torch",
+            "--out",
+            str(tmp_path / "r"),
+            "--format",
+            "json",
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    kernels = json.loads(res.stdout)["kernels"]
+    names = {r["case"].split(" · ")[1] for r in kernels}
+    assert {"paged_decode_stage2"} <= names and any("stage1" in n for n in names)
