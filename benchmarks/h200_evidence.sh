@@ -8,7 +8,7 @@ set -u
 out=${1:?output folder}
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
-steps=${STEPS:-"tests gdn paged cal sweep"}
+steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep"}
 step() {  # name, then the command; a failing step is logged and the next one runs
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$out/log.txt"
@@ -20,7 +20,8 @@ wanted() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/log.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$out/log.txt"
 if wanted tests; then
-  step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py
+  step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py \
+    tests/test_mla_decode.py tests/test_collectors.py
 fi
 if wanted gdn; then
   step gdn python3 -m kprof run gdn_decode --preset pr --out "$out/runs/gdn_pr" --format md
@@ -36,6 +37,13 @@ if wanted cal; then
     step "pr-$1-$2" python3 -m kprof calibrate "$1" --case "$2" --buffers per-leg --rounds 5 \
       --out "$out/runs/prm_$1_$2" --format md
   done
+fi
+if wanted mla; then
+  step mla python3 -m kprof run mla_decode --preset pr --collector torch --out "$out/runs/mla_pr" --format md
+fi
+if wanted mla-sweep; then
+  step mla-sweep python3 -m kprof run mla_decode --preset sweep --design endpoints \
+    --sweep num_splits=2,4,8,16,32,64,128,256 --out "$out/runs/mla_sweep" --format md
 fi
 if wanted sweep; then
   step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \

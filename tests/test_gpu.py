@@ -89,3 +89,40 @@ def test_gdn_decode_levers_bit_exact_on_gpu_over_three_steps(lever: str) -> None
         for name in results[0]:
             a, b = results[0][name], results[1][name]
             assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), (case.name, name)
+
+
+def _mla():
+    from kernels.mla_decode.workload import WORKLOAD
+
+    return WORKLOAD
+
+
+@pytest.mark.parametrize("case_name", ["h12-c1", "h16-c8", "h12-c48"])
+def test_mla_decode_bf16_matches_reference(case_name: str) -> None:
+    from kprof.correctness import relative_error
+
+    w = _mla()
+    case = next(c for c in w.cases("pr") if c.name == case_name)
+    state = w.setup(case, "cuda", "bfloat16", 0)
+    w.launch(state, frozenset(w.feature_names), {})()
+    torch.cuda.synchronize()
+    assert relative_error(state.out, w.reference(state)["out"]) < w.reference_rtol
+
+
+@pytest.mark.parametrize("lever", ["pipelined_loads", "split_major_grid", "tiled_reduce"])
+def test_mla_decode_lever_bytes_on_gpu(lever: str) -> None:
+    from kprof.correctness import relative_error
+
+    w = _mla()
+    for name in ("h12-c1", "h12-c8", "h16-c48"):
+        case = next(c for c in w.cases("pr") if c.name == name)
+        state = w.setup(case, "cuda", "bfloat16", 1)
+        w.launch(state, frozenset(), {})()
+        off = state.out.clone()
+        state.out.fill_(float("nan"))
+        w.launch(state, frozenset({lever}), {})()
+        torch.cuda.synchronize()
+        if w.feature(lever).exactness == "bitwise":
+            assert torch.equal(off.view(torch.int16), state.out.view(torch.int16)), name
+        else:
+            assert relative_error(state.out, off) <= w.feature(lever).rtol, name
