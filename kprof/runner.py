@@ -159,7 +159,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
                 workload.outputs(state),
                 baseline_outputs[k],
                 reference,
-                rule_for(features[f] for f in leg.features),
+                leg_rule(leg),
                 workload.reference_rtol,
             )
             checks.append(check_row(leg, -1, k, res))
@@ -266,7 +266,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
                 workload.outputs(states[kk]),
                 baseline_outputs[kk],
                 None,
-                rule_for(features[f] for f in leg.features),
+                leg_rule(leg),
                 math.inf,
             )
             round_checks.append(check_row(leg, r, kk, res))

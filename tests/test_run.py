@@ -113,3 +113,12 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert res.stderr.count("\n") == 1 and word in res.stderr, (args, res.stderr)
+
+
+def test_sweep_legs_are_checked_with_the_float64_tolerance(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["run", "paged_decode", "--design", "endpoints", "--sweep", "num_splits=1,3", "--out", str(out), *SMALL]
+    assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
+    checks = RunStore(out).read("checks")
+    sweep = checks[checks["leg"].str.contains("num_splits") & (checks["round"] == -1)]
+    assert len(sweep) and sweep["passed"].all() and set(sweep["rule"]) == {"rel ≤ 0.02"}

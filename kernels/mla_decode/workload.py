@@ -56,10 +56,12 @@ class MlaDecode(Workload):
             "bitwise",
             doc="stage-1 grid (S, B, heads) instead of (B, S, heads); a negative control on an H200",
         ),
+        # Tiling changes how many splits are summed per step, which can flip the bf16 rounding of an
+        # output element: one bf16 ulp is up to 2^-8 of an element, hence 1e-2 (seen on an H200).
         Feature(
             "tiled_reduce",
             "tolerance",
-            rtol=1e-6,
+            rtol=1e-2,
             doc="stage 2 split over the 512-wide value dim while SMs idle, 4 warps instead of 8",
         ),
     )

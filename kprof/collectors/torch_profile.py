@@ -58,6 +58,7 @@ def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
         .rename(columns={"size": "calls", "sum": "total_us", "short_name": "kernel"})
     )
     out.insert(0, "case", case)
+    out["kernel"] = out["kernel"].astype(str)  # plain strings in the stored table, not a dictionary
     return out
 
 

@@ -37,7 +37,7 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
         as_samples = kernels.assign(
-            case=kernels["case"] + " · " + kernels["kernel"],
+            case=kernels["case"].astype(str) + " · " + kernels["kernel"].astype(str),
             time_ns=kernels["total_us"] * 1e3,
             sample=0,
             burn_in=False,
