@@ -416,6 +416,7 @@ def attribute_command(
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
     from kprof.commands.attribute import attribute
     from kprof.report import attribution_report as rep
+    from kprof.report import run_report as run_rep
 
     try:
         root = Path(target)
@@ -449,17 +450,21 @@ def attribute_command(
             )
             root = store.root
         result = attribute(root, threshold)
+        kernel_effects = result.run.kernel_effects
         if fmt is AttributeFormat.json:
             payload = rep.to_json(result.levers, result.sweep, result.run.summaries, result.run.meta)
+            payload["kernels"] = json.loads(kernel_effects.to_json(orient="records")) if len(kernel_effects) else []
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         elif fmt is AttributeFormat.md:
             sys.stdout.write(rep.render_markdown(result.levers, result.sweep, result.run.summaries, result.run.meta))
+            sys.stdout.write(run_rep.render_kernel_breakdown(kernel_effects, markdown=True))
         elif fmt is AttributeFormat.html:
             sys.stdout.write(
                 rep.render_html(result.levers, result.sweep, result.per_round, result.run.summaries, result.run.meta)
             )
         else:
             rep.render_terminal(result.levers, result.sweep, result.run.summaries, result.run.meta, Console())
+            Console().print(run_rep.render_kernel_breakdown(kernel_effects, markdown=False))
     except KprofInputError as e:
         _fail(str(e))
 

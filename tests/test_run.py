@@ -122,3 +122,52 @@ def test_sweep_legs_are_checked_with_the_float64_tolerance(tmp_path: Path) -> No
     checks = RunStore(out).read("checks")
     sweep = checks[checks["leg"].str.contains("num_splits") & (checks["round"] == -1)]
     assert len(sweep) and sweep["passed"].all() and set(sweep["rule"]) == {"rel ≤ 0.02"}
+
+
+USER_WORKLOAD = '''
+"""A user's workload file, written the way the bundled ones are: plain PyTorch, one feature."""
+import os
+import torch
+from kprof.workload import Case, Feature, Workload
+
+
+class Scale(Workload):
+    name = "user_scale"
+    features = (Feature("double_buffer", "bitwise"), Feature("crash", "bitwise"))
+    presets = {"smoke": (Case("n4096", {"n": 4096}),)}
+
+    def setup(self, case, device, dtype, seed):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(case.params["n"], generator=g).to(getattr(torch, dtype))
+        return {"x": x.to(device), "y": torch.empty_like(x).to(device)}
+
+    def launch(self, state, features, params):
+        def run():
+            if "crash" in features:
+                os._exit(3)  # stands in for a kernel that kills the GPU context
+            torch.mul(state["x"], 2.0, out=state["y"])
+        return run
+
+    def outputs(self, state):
+        return {"y": state["y"]}
+
+    def reference(self, state):
+        return {"y": state["x"].double() * 2}
+
+
+WORKLOAD = Scale()
+'''
+
+
+def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
+    path = tmp_path / "my_workload.py"
+    path.write_text(USER_WORKLOAD)
+    out = tmp_path / "user"
+    res = runner.invoke(app, ["run", str(path), "--design", "add-one", "--device", "cpu", "--rounds", "6",
+                              "--samples", "2", "--out", str(out), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    legs = {row["leg"] for row in json.loads(res.stdout)["legs"]}
+    assert {"baseline", "double_buffer", "baseline (A/A)"} <= legs
+    assert not any("crash" in leg for leg in legs)  # the crashing legs lost only themselves
+    status = RunStore(out).read_meta()["case_status"]["n4096"]
+    assert status["status"] == "done" and set(status["crashed_legs"]) >= {"crash"}
