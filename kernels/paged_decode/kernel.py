@@ -36,6 +36,70 @@ def _online_softmax_step(b_s, b_m, b_l):
 
 
 @triton.jit
+def _split_bounds(
+    seq_lens,
+    i_b,
+    i_s,
+    tokens_per_split,
+    window,
+    TILE_N: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    SKIP_MASKED_TILES: tl.constexpr,
+):
+    """This split's [start, hi) token range and the first key the window allows."""
+    seq_len = tl.load(seq_lens + i_b)
+    lo = i_s * tokens_per_split
+    hi = tl.minimum(lo + tokens_per_split, seq_len)
+    first_allowed = tl.maximum(seq_len - window, 0) if HAS_WINDOW else 0
+    start = lo
+    if SKIP_MASKED_TILES:
+        # First tile (on this split's tile grid) that can hold an allowed key.
+        start = tl.maximum(lo, lo + ((first_allowed - lo) // TILE_N) * TILE_N)
+    return start, hi, first_allowed
+
+
+@triton.jit
+def _kv_tile(
+    k_cache,
+    v_cache,
+    block_table,
+    i_b,
+    i_hk,
+    n0,
+    hi,
+    o_d,
+    stride_bt,
+    stride_kn,
+    stride_ks,
+    stride_kh,
+    stride_vn,
+    stride_vs,
+    stride_vh,
+    BLOCK_SIZE: tl.constexpr,
+    TILE_N: tl.constexpr,
+):
+    """Token offsets, their mask, and the K and V rows of one tile, gathered through the block table."""
+    o_n = n0 + tl.arange(0, TILE_N)
+    m_n = o_n < hi
+    b_blk = tl.load(block_table + i_b * stride_bt + o_n // BLOCK_SIZE, mask=m_n, other=0)
+    o_slot = o_n % BLOCK_SIZE
+    p_k = k_cache + b_blk[:, None] * stride_kn + o_slot[:, None] * stride_ks + i_hk * stride_kh + o_d[None, :]
+    p_v = v_cache + b_blk[:, None] * stride_vn + o_slot[:, None] * stride_vs + i_hk * stride_vh + o_d[None, :]
+    b_k = tl.load(p_k, mask=m_n[:, None], other=0.0)  # [TILE_N, D]
+    b_v = tl.load(p_v, mask=m_n[:, None], other=0.0)
+    return o_n, m_n, b_k, b_v
+
+
+@triton.jit
+def _normalised(b_acc, b_m, b_l):
+    """Partial output divided by its softmax sum, and its log-sum-exp (-inf for an empty split)."""
+    b_lpos = tl.where(b_l > 0, b_l, 1.0)
+    b_out = tl.where(b_l[:, None] > 0, b_acc / b_lpos[:, None], 0.0)
+    b_lse = tl.where(b_l > 0, b_m + tl.log(b_lpos), float("-inf"))
+    return b_out, b_lse
+
+
+@triton.jit
 def paged_decode_stage1_grouped(
     q,
     k_cache,
@@ -71,14 +135,9 @@ def paged_decode_stage1_grouped(
     SKIP_MASKED_TILES: tl.constexpr,
 ):
     i_b, i_hk, i_s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    seq_len = tl.load(seq_lens + i_b)
-    lo = i_s * tokens_per_split
-    hi = tl.minimum(lo + tokens_per_split, seq_len)
-    first_allowed = tl.maximum(seq_len - window, 0) if HAS_WINDOW else 0
-    start = lo
-    if SKIP_MASKED_TILES:
-        # First tile (on this split's tile grid) that can hold an allowed key.
-        start = tl.maximum(lo, lo + ((first_allowed - lo) // TILE_N) * TILE_N)
+    start, hi, first_allowed = _split_bounds(
+        seq_lens, i_b, i_s, tokens_per_split, window, TILE_N, HAS_WINDOW, SKIP_MASKED_TILES
+    )
     o_g = tl.arange(0, G_PAD)
     o_d = tl.arange(0, D)
     m_g = o_g < G
@@ -88,21 +147,31 @@ def paged_decode_stage1_grouped(
     b_l = tl.zeros([G_PAD], tl.float32)
     b_acc = tl.zeros([G_PAD, D], tl.float32)
     for n0 in tl.range(start, hi, TILE_N, num_stages=3 if PREFETCH_PAGES else 1):
-        o_n = n0 + tl.arange(0, TILE_N)
-        m_n = o_n < hi
-        b_blk = tl.load(block_table + i_b * stride_bt + o_n // BLOCK_SIZE, mask=m_n, other=0)
-        o_slot = o_n % BLOCK_SIZE
-        p_k = k_cache + b_blk[:, None] * stride_kn + o_slot[:, None] * stride_ks + i_hk * stride_kh + o_d[None, :]
-        p_v = v_cache + b_blk[:, None] * stride_vn + o_slot[:, None] * stride_vs + i_hk * stride_vh + o_d[None, :]
-        b_k = tl.load(p_k, mask=m_n[:, None], other=0.0)  # [TILE_N, D]
-        b_v = tl.load(p_v, mask=m_n[:, None], other=0.0)
+        o_n, m_n, b_k, b_v = _kv_tile(
+            k_cache,
+            v_cache,
+            block_table,
+            i_b,
+            i_hk,
+            n0,
+            hi,
+            o_d,
+            stride_bt,
+            stride_kn,
+            stride_ks,
+            stride_kh,
+            stride_vn,
+            stride_vs,
+            stride_vh,
+            BLOCK_SIZE,
+            TILE_N,
+        )
         b_s = tl.dot(b_q, tl.trans(b_k)) * scale  # [G_PAD, TILE_N]
         m_ok = m_n & (o_n >= first_allowed)
         b_s = tl.where(m_ok[None, :], b_s, float("-inf"))
         b_m, b_alpha, b_p, b_l = _online_softmax_step(b_s, b_m, b_l)
         b_acc = b_acc * b_alpha[:, None] + tl.dot(b_p.to(b_v.dtype), b_v)
-    b_out = tl.where(b_l[:, None] > 0, b_acc / tl.where(b_l > 0, b_l, 1.0)[:, None], 0.0)
-    b_lse = tl.where(b_l > 0, b_m + tl.log(tl.where(b_l > 0, b_l, 1.0)), float("-inf"))
+    b_out, b_lse = _normalised(b_acc, b_m, b_l)
     o_h = i_hk * G + o_g
     p_o = o_part + i_b * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_d[None, :]
     tl.store(p_o, b_out, mask=m_g[:, None])
@@ -145,34 +214,41 @@ def paged_decode_stage1_per_head(
 ):
     i_b, i_h, i_s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_hk = i_h // G
-    seq_len = tl.load(seq_lens + i_b)
-    lo = i_s * tokens_per_split
-    hi = tl.minimum(lo + tokens_per_split, seq_len)
-    first_allowed = tl.maximum(seq_len - window, 0) if HAS_WINDOW else 0
-    start = lo
-    if SKIP_MASKED_TILES:
-        start = tl.maximum(lo, lo + ((first_allowed - lo) // TILE_N) * TILE_N)
+    start, hi, first_allowed = _split_bounds(
+        seq_lens, i_b, i_s, tokens_per_split, window, TILE_N, HAS_WINDOW, SKIP_MASKED_TILES
+    )
     o_d = tl.arange(0, D)
     b_q = tl.load(q + i_b * stride_qb + i_h * stride_qh + o_d).to(tl.float32)  # [D]
     b_m = tl.full([1], float("-inf"), tl.float32)
     b_l = tl.zeros([1], tl.float32)
     b_acc = tl.zeros([1, D], tl.float32)
     for n0 in tl.range(start, hi, TILE_N, num_stages=3 if PREFETCH_PAGES else 1):
-        o_n = n0 + tl.arange(0, TILE_N)
-        m_n = o_n < hi
-        b_blk = tl.load(block_table + i_b * stride_bt + o_n // BLOCK_SIZE, mask=m_n, other=0)
-        o_slot = o_n % BLOCK_SIZE
-        p_k = k_cache + b_blk[:, None] * stride_kn + o_slot[:, None] * stride_ks + i_hk * stride_kh + o_d[None, :]
-        p_v = v_cache + b_blk[:, None] * stride_vn + o_slot[:, None] * stride_vs + i_hk * stride_vh + o_d[None, :]
-        b_k = tl.load(p_k, mask=m_n[:, None], other=0.0).to(tl.float32)  # [TILE_N, D]
-        b_v = tl.load(p_v, mask=m_n[:, None], other=0.0).to(tl.float32)
+        o_n, m_n, b_k, b_v = _kv_tile(
+            k_cache,
+            v_cache,
+            block_table,
+            i_b,
+            i_hk,
+            n0,
+            hi,
+            o_d,
+            stride_bt,
+            stride_kn,
+            stride_ks,
+            stride_kh,
+            stride_vn,
+            stride_vs,
+            stride_vh,
+            BLOCK_SIZE,
+            TILE_N,
+        )
+        b_k, b_v = b_k.to(tl.float32), b_v.to(tl.float32)
         b_s = tl.sum(b_k * b_q[None, :], axis=1)[None, :] * scale  # [1, TILE_N]
         m_ok = m_n & (o_n >= first_allowed)
         b_s = tl.where(m_ok[None, :], b_s, float("-inf"))
         b_m, b_alpha, b_p, b_l = _online_softmax_step(b_s, b_m, b_l)
         b_acc = b_acc * b_alpha[:, None] + tl.sum(b_p[:, :, None] * b_v[None, :, :], axis=1)
-    b_out = tl.where(b_l[:, None] > 0, b_acc / tl.where(b_l > 0, b_l, 1.0)[:, None], 0.0)
-    b_lse = tl.where(b_l > 0, b_m + tl.log(tl.where(b_l > 0, b_l, 1.0)), float("-inf"))
+    b_out, b_lse = _normalised(b_acc, b_m, b_l)
     tl.store(o_part + i_b * stride_ob + i_h * stride_oh + i_s * stride_os + o_d[None, :], b_out)
     tl.store(lse_part + i_b * stride_lb + i_h * stride_lh + i_s + tl.arange(0, 1), b_lse)
 

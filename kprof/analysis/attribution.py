@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.analysis.run_effects import CaseSummary, per_round_logs, round_statistics
+from kprof.analysis.run_effects import CaseSummary, control_false_discoveries, per_round_logs, round_statistics
 
 DESIGN_ORDER = ("total", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
 
@@ -100,14 +100,14 @@ def attribute_run(
             )
     table = pd.DataFrame(rows)
     if len(table):
-        tested = table["verdict"] != "BIASED"
-        table["bh_significant"] = False
-        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
-        demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
-        table.loc[demote, "verdict"] = "UNRESOLVED"
-        order = {d: i for i, d in enumerate(DESIGN_ORDER)}
+        control_false_discoveries(table, table["verdict"] != "BIASED")
+        # Cases in run order, designs in reading order, levers by name.
+        rank = {
+            "design": {d: i for i, d in enumerate(DESIGN_ORDER)},
+            "case": {c: i for i, c in enumerate(pd.unique(rounds["case"]))},
+        }
         table = table.sort_values(
-            ["case", "design", "lever"], key=lambda c: c.map(order) if c.name == "design" else c, kind="stable"
+            ["case", "design", "lever"], key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="stable"
         ).reset_index(drop=True)
     return table
 

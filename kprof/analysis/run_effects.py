@@ -131,13 +131,19 @@ def leg_effects(
             rows.append(row)
     table = pd.DataFrame(rows)
     if len(table):
-        tested = table["verdict"].isin(["FASTER", "SLOWER", "SAME", "UNRESOLVED"]) & ~table["leg"].eq(aa_leg)
-        table["bh_significant"] = False
-        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
-        # A difference is only called when it survives the false-discovery control of the whole report.
-        demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
-        table.loc[demote, "verdict"] = "UNRESOLVED"
+        control_false_discoveries(table, table["verdict"].isin(S.VERDICTS) & ~table["leg"].eq(aa_leg))
     return table, summaries
+
+
+def control_false_discoveries(table: pd.DataFrame, tested: pd.Series) -> pd.DataFrame:
+    """Benjamini–Hochberg over the ``tested`` rows of a whole report (in place): a FASTER or SLOWER
+    that does not survive it becomes UNRESOLVED; ``bh_significant`` records the outcome."""
+    table["bh_significant"] = False
+    if tested.any():
+        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
+    demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
+    table.loc[demote, "verdict"] = "UNRESOLVED"
+    return table
 
 
 def sign_rule(samples: pd.DataFrame, legs: list[dict[str, Any]], rounds: int = 5) -> pd.DataFrame:

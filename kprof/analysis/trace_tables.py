@@ -25,9 +25,9 @@ from kprof.trace import Trace
 NS_PER_US = 1000.0
 STEP_COLUMNS = ["step", "warmup", "span_us", "busy_us", "kernels", "kernel_us", "idle_us"]
 KERNEL_COLUMNS = [
-    "kind",
     "name",
     "short_name",
+    "kind",
     "calls",
     "total_us",
     "mean_us",

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.analysis.run_effects import round_statistics
+from kprof.analysis.run_effects import control_false_discoveries, round_statistics
 from kprof.analysis.trace_tables import trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
@@ -86,17 +86,11 @@ def load_side(path: Path, steps: str | None) -> Side:
     return side
 
 
-def _verdict_rows(rows: list[dict], threshold: float) -> pd.DataFrame:
+def _verdict_rows(rows: list[dict]) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if not len(table) or "p" not in table:
         return table
-    tested = table["verdict"].isin(S.VERDICTS)
-    if tested.any():
-        table["bh_significant"] = False
-        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
-        demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
-        table.loc[demote, "verdict"] = "UNRESOLVED"
-    return table
+    return control_false_discoveries(table, table["verdict"].isin(S.VERDICTS))
 
 
 def _row(key: dict, a: np.ndarray, b: np.ndarray, threshold: float, repeated: bool) -> dict:
@@ -181,10 +175,10 @@ def compare(a_path: Path, b_path: Path, threshold_pct: float = 0.5, steps: str |
             steps_rows.append(
                 _row({"metric": "GPU busy µs per step (steady steps)"}, busy_a, busy_b, threshold, repeated)
             )
-    kt = _verdict_rows(kernels, threshold)
+    kt = _verdict_rows(kernels)
     if len(kt):
         kt = kt.sort_values("a", ascending=False, na_position="last").reset_index(drop=True)
-    return Comparison(a, b, kt, _verdict_rows(steps_rows, threshold), _verdict_rows(legs, threshold), repeated)
+    return Comparison(a, b, kt, _verdict_rows(steps_rows), _verdict_rows(legs), repeated)
 
 
 FAIL_ON = re.compile(r"^(slower|faster)>(\d+(?:\.\d+)?)%$")

@@ -11,7 +11,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from kprof.analysis.trace_tables import TraceTables
+from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
 
 COMPACT_KERNEL_COLUMNS = {"short_name", "calls", "total_us", "mean_us", "median_us", "p90_us", "pct_busy"}
 WIDE_CONSOLE = 150
@@ -43,21 +43,6 @@ ANNOTATION_VIEW = [
     ("gpu_us", "GPU µs"),
     ("self_us", "self µs"),
     ("kernels", "kernels"),
-]
-JSON_KERNEL_KEYS = [
-    "name",
-    "short_name",
-    "kind",
-    "calls",
-    "total_us",
-    "mean_us",
-    "median_us",
-    "p10_us",
-    "p90_us",
-    "min_us",
-    "max_us",
-    "std_us",
-    "pct_busy",
 ]
 
 
@@ -177,7 +162,7 @@ def render_markdown(results: list[TraceTables], top: int | None) -> str:
 def render_csv(results: list[TraceTables]) -> str:
     frames = [t.kernels.assign(rank=t.rank) for t in results]
     buf = io.StringIO()
-    pd.concat(frames, ignore_index=True)[["rank", *JSON_KERNEL_KEYS]].to_csv(buf, index=False)
+    pd.concat(frames, ignore_index=True)[["rank", *KERNEL_COLUMNS]].to_csv(buf, index=False)
     return buf.getvalue()
 
 
@@ -199,7 +184,7 @@ def to_json(results: list[TraceTables]) -> dict[str, Any]:
         "ranks": summaries,
     }
     return {
-        "kernels": [r for t in results for r in _records(t.kernels[JSON_KERNEL_KEYS], t.rank)],
+        "kernels": [r for t in results for r in _records(t.kernels[KERNEL_COLUMNS], t.rank)],
         "steps": [r for t in results for r in _records(t.steps, t.rank)],
         "annotations": [r for t in results for r in _records(t.annotations, t.rank)],
         "summary": total,
