@@ -163,8 +163,26 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     path = tmp_path / "my_workload.py"
     path.write_text(USER_WORKLOAD)
     out = tmp_path / "user"
-    res = runner.invoke(app, ["run", str(path), "--design", "add-one", "--device", "cpu", "--rounds", "6",
-                              "--samples", "2", "--out", str(out), "--format", "json"], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            str(path),
+            "--design",
+            "add-one",
+            "--device",
+            "cpu",
+            "--rounds",
+            "6",
+            "--samples",
+            "2",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     legs = {row["leg"] for row in json.loads(res.stdout)["legs"]}
     assert {"baseline", "double_buffer", "baseline (A/A)"} <= legs

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from kprof.timer import Item
+from kprof.timer.self_checks import run_self_checks
 
 MIB = 1 << 20
 CUDA_LABEL = "cuda-events (device time, graph replay, cold L2)"
@@ -136,4 +137,5 @@ class CudaEventTimer:
             "nvml": self.nvml.handle is not None,
             "copy_gbps": self.copy_bandwidth(),
             "conditions_at_start": self.nvml.read(),
+            "self_checks": run_self_checks(self.flush, int(getattr(props, "L2_cache_size", 0) or 0)),
         }

@@ -1,0 +1,82 @@
+"""Start-of-run self-checks (measurement.md §4.9): does the flush make samples cold, and is a
+launch gap timed when nothing precedes the start event? The measurements run on the GPU; the
+judgements are plain functions so they can be tested anywhere."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+FLUSH_AGREEMENT = 0.02  # F and 2F flushes must give the same cold time within 2%
+LAUNCH_GAP_NS = 1000.0  # a gap above 1 µs means the start event must be preceded by GPU work
+
+
+def judge_flush(warm_ns: float, flush_ns: float, double_flush_ns: float) -> dict[str, Any]:
+    """The flush works when a twice-as-large flush changes nothing and both are slower than warm."""
+    agree = abs(flush_ns - double_flush_ns) / double_flush_ns <= FLUSH_AGREEMENT
+    colder = flush_ns > warm_ns and double_flush_ns > warm_ns
+    return {
+        "warm_ns": warm_ns,
+        "flush_ns": flush_ns,
+        "double_flush_ns": double_flush_ns,
+        "passed": bool(agree and colder),
+        "note": "flush makes samples cold"
+        if agree and colder
+        else "flush size matters or does not evict: cold samples are not cold",
+    }
+
+
+def judge_launch_gap(idle_ns: float, preroll_ns: float) -> dict[str, Any]:
+    gap = idle_ns - preroll_ns
+    return {
+        "idle_stream_ns": idle_ns,
+        "preroll_ns": preroll_ns,
+        "gap_ns": gap,
+        "note": (
+            "a launch gap is timed on an idle stream: kprof precedes every start event with the flush"
+            if gap > LAUNCH_GAP_NS
+            else "no launch gap measurable"
+        ),
+    }
+
+
+def _median_event_ns(run: Callable[[], None], before: Callable[[], None] | None, samples: int = 20) -> float:
+    import torch
+
+    times = []
+    for _ in range(samples):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
+        else:
+            torch.cuda.synchronize()  # an idle stream: nothing queued ahead of the start event
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1e6)
+    return statistics.median(times)
+
+
+def run_self_checks(flush: Any, l2_bytes: int) -> dict[str, Any]:
+    """Flush check with a copy of a quarter of L2, and the launch-gap check with a tiny kernel."""
+    import torch
+
+    out: dict[str, Any] = {}
+    try:
+        n = max(l2_bytes // 8, 1 << 20)  # bf16 elements in a quarter of L2 (2 bytes each)
+        src = torch.randn(n, device=flush.device).to(torch.bfloat16)
+        dst = torch.empty_like(src)
+        double = torch.empty(2 * flush.numel(), dtype=torch.uint8, device=flush.device)
+        spin = lambda: torch.cuda._sleep(20_000)  # noqa: E731 - GPU work ahead of the start event
+        copy = lambda: dst.copy_(src)  # noqa: E731
+        warm = _median_event_ns(copy, lambda: (copy(), spin()))
+        out["flush"] = judge_flush(warm, _median_event_ns(copy, flush.zero_), _median_event_ns(copy, double.zero_))
+        del double
+        tiny = torch.zeros(1, device=flush.device)
+        bump = lambda: tiny.add_(1)  # noqa: E731
+        out["launch_gap"] = judge_launch_gap(_median_event_ns(bump, None), _median_event_ns(bump, spin))
+    except Exception as e:  # a self-check must never stop a run; say what went wrong instead
+        out["error"] = f"{type(e).__name__}: {e}"
+    return out
