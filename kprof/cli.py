@@ -270,6 +270,12 @@ def run(
         ),
     ] = "shared",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
+    torch_leg: Annotated[
+        bool,
+        typer.Option(
+            "--torch-leg/--no-torch-leg", help="Also time the workload's plain-PyTorch implementation, when it has one."
+        ),
+    ] = True,
     collector: Annotated[
         str,
         typer.Option(
@@ -337,6 +343,7 @@ def run(
             aa_copies,
             sys.argv[1:],
             collector,
+            torch_leg,
         )
         _execute_and_report(_start(out, resume, request), fmt)
     except KprofInputError as e:

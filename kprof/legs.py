@@ -15,6 +15,7 @@ from typing import Any
 from kprof.errors import KprofInputError
 
 DESIGNS = ("endpoints", "add-one", "leave-one-out", "factorial", "all")
+IMPL = "impl"  # leg parameter: "torch" times the workload's plain-PyTorch implementation instead
 MAX_FACTORIAL = 6
 
 
@@ -53,12 +54,14 @@ def design_legs(
     target: Iterable[str] | None = None,
     sweep: tuple[str, Sequence[Any]] | None = None,
     aa_copies: int = 1,
+    torch_leg: bool = False,
 ) -> list[Leg]:
     """The legs of a design over ``features`` (in declared order).
 
     endpoints: baseline and target; add-one: baseline + f; leave-one-out: target − f; factorial:
     every subset (≤ 6 features); all: add-one, leave-one-out and, when small enough, factorial.
-    A sweep adds the target at each forced value. The A/A leg (``aa_copies`` of them) is always added.
+    A sweep adds the target at each forced value; ``torch_leg`` adds the plain-PyTorch implementation.
+    The A/A leg (``aa_copies`` of them) is always added.
     """
     if design not in DESIGNS:
         raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
@@ -90,6 +93,8 @@ def design_legs(
         for v in values:
             add(full, "sweep", ((name, v),))
     legs = [Leg(leg_name(fs, features, params), fs, params, frozenset(roles)) for (fs, params), roles in wanted.items()]
+    if torch_leg:
+        legs.append(Leg("plain PyTorch", frozenset(), ((IMPL, "torch"),), frozenset({"torch"})))
     copies = max(aa_copies, 1)
     legs += [
         Leg("baseline (A/A)" if copies == 1 else f"baseline (A/A {i})", frozenset(), (), frozenset({"aa"}), replica=i)

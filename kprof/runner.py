@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from kprof.correctness import Rule, compare, poison, rule_for
-from kprof.legs import Leg
+from kprof.legs import IMPL, Leg
 from kprof.planting import PLANT, SPIN, spin, split_params
 from kprof.run_store import RunStore
 from kprof.schedule import round_orders
@@ -110,6 +110,12 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
 
     from kprof.compile_info import compile_metadata
 
+    def launch(leg: Leg, state: Any, params: dict[str, Any]) -> Any:
+        """The leg's callable: the workload's plain-PyTorch implementation for the torch leg."""
+        if params.get(IMPL) == "torch":
+            return workload.launch_torch(state)
+        return workload.launch(state, leg.features, params)
+
     def leg_rule(leg: Leg) -> Rule:
         """The features' rule; a forced parameter (a sweep: split count, tile size) may reorder any
         reduction, so those legs are held to the workload's float64 tolerance against the baseline."""
@@ -146,7 +152,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
             if plant is not None and plant[0] == SPIN:
                 continue  # the spin alone writes no output: nothing to check
             at("check", leg.name)
-            fn = workload.launch(state, leg.features, params)
+            fn = launch(leg, state, params)
             poison(workload.outputs(state))
             workload.reset(state)
             if k == 0 and device != "cpu" and plant is None:  # the interpreter compiles nothing

@@ -85,6 +85,11 @@ class Workload(ABC):
     def reference(self, state: Any) -> dict[str, Any]:
         """float64 reference values of ``outputs`` for this buffer set's inputs."""
 
+    def launch_torch(self, state: Any) -> Callable[[], None] | None:
+        """The plain-PyTorch implementation a user would otherwise write, timed as the "plain PyTorch"
+        leg in the same rounds (None: the workload has none)."""
+        return None
+
     def reset(self, state: Any) -> None:  # noqa: B027 - optional hook; most workloads update nothing in place
         """Restore buffers a launch updates in place (state pools) to their initial contents.
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from kernels.gdn_decode.kernel import gdn_conv_update, gdn_recurrent_decode
+from kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
 from kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
 from kprof.workload import Case, Feature, Workload
 
@@ -204,6 +205,45 @@ class GdnDecode(Workload):
                 self._conv(state, features)
             if part != "conv":
                 self._recurrent(state, features)
+
+        return step
+
+    def launch_torch(self, state: State) -> Callable[[], None]:
+        s, p = state, state.case.params
+        part = p["part"]
+
+        def step() -> None:
+            if part != "recurrent":
+                conv_update_torch(
+                    s.mixed_qkvz,
+                    s.ba,
+                    s.conv_state,
+                    s.weight,
+                    s.bias,
+                    s.indices,
+                    s.mixed_qkv,
+                    s.z,
+                    s.b,
+                    s.a,
+                    hv=p["hv"],
+                    v=p["v"],
+                    silu=p["silu"],
+                )
+            if part != "conv":
+                recurrent_torch(
+                    s.mixed_qkv,
+                    s.a,
+                    s.b,
+                    s.a_log,
+                    s.dt_bias,
+                    s.ssm_state,
+                    s.indices,
+                    s.out,
+                    h=p["h"],
+                    hv=p["hv"],
+                    k=p["k"],
+                    v=p["v"],
+                )
 
         return step
 

@@ -11,6 +11,7 @@ import torch
 import triton
 
 from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode
+from kernels.mla_decode.plain_torch import mla_decode_torch
 from kernels.mla_decode.reference import mla_decode_reference
 from kprof.workload import Case, Feature, Sweep, Workload
 
@@ -127,6 +128,10 @@ class MlaDecode(Workload):
         )
         s = state
         return lambda: mla_decode(s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
+
+    def launch_torch(self, state: State) -> Callable[[], None]:
+        s = state
+        return lambda: mla_decode_torch(s.q, s.kv, s.page_table, s.seq_lens, s.out, ROW**-0.5)
 
     def outputs(self, state: State) -> dict[str, torch.Tensor]:
         return {"out": state.out}

@@ -11,6 +11,7 @@ import torch
 import triton
 
 from kernels.paged_decode.kernel import paged_decode
+from kernels.paged_decode.plain_torch import paged_decode_torch
 from kernels.paged_decode.reference import paged_decode_reference
 from kprof.workload import Case, Feature, Sweep, Workload
 
@@ -152,6 +153,12 @@ class PagedDecode(Workload):
             paged_decode(s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
 
         return run
+
+    def launch_torch(self, state: State) -> Callable[[], None]:
+        s = state
+        return lambda: paged_decode_torch(
+            s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.out, s.scale, s.case.params["window"]
+        )
 
     def outputs(self, state: State) -> dict[str, torch.Tensor]:
         return {"out": state.out}

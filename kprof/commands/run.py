@@ -95,6 +95,7 @@ class RunRequest:
     aa_copies: int = 1
     argv: list[str] = field(default_factory=list)
     collector: str = "events"
+    torch_leg: bool = True
 
 
 def create_run(out: Path, req: RunRequest) -> RunStore:
@@ -128,7 +129,15 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
         legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
         design = "calibration"
     else:
-        legs = design_legs(workload.feature_names, req.design, req.target, sweep_spec, req.aa_copies)
+        has_torch = type(workload).launch_torch is not Workload.launch_torch
+        legs = design_legs(
+            workload.feature_names,
+            req.design,
+            req.target,
+            sweep_spec,
+            req.aa_copies,
+            torch_leg=req.torch_leg and has_torch,
+        )
         design = req.design
     meta = {
         "command": "kprof " + " ".join(req.argv),

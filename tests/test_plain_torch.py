@@ -1,0 +1,21 @@
+"""The plain-PyTorch implementations kprof times beside the Triton kernels agree with float64."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import DEVICE
+from kernels.gdn_decode.workload import WORKLOAD as GDN
+from kernels.mla_decode.workload import WORKLOAD as MLA
+from kernels.paged_decode.workload import WORKLOAD as PAGED
+from kprof.correctness import poison, relative_error
+
+
+@pytest.mark.parametrize("workload", [PAGED, MLA, GDN], ids=lambda w: w.name)
+def test_plain_torch_matches_the_float64_reference(workload) -> None:
+    for case in workload.cases("smoke"):
+        state = workload.setup(case, DEVICE, "float32", 0)
+        poison({k: v for k, v in workload.outputs(state).items() if not k.endswith("_state")})
+        workload.launch_torch(state)()
+        for name, ref in workload.reference(state).items():
+            assert relative_error(workload.outputs(state)[name], ref) < 1e-4, (case.name, name)
