@@ -138,3 +138,43 @@ def test_rpd_mi300_vllm() -> None:
     assert kinds["kernel"] == 1228 + 7720
     assert t.kernels["short_name"].str.contains("paged_attention").any()
     assert t.kernels["launch_ns"].notna().mean() > 0.5
+
+
+def test_rocprofv3_json_marker_ranges(tmp_path: Path) -> None:
+    """The real MI350X file has no markers: add roctx records in the layout rocprofiler-sdk's own tests
+    read (buffer_records.marker_api, names in strings.marker_api keyed by the internal correlation id)."""
+    import gzip
+    import json
+
+    src = real("rocprofv3_json_mi350x_tracelens_908_results.json.gz")
+    with gzip.open(src) as f:
+        doc = json.load(f)
+    proc = doc["rocprofiler-sdk-tool"][0]
+    first = proc["buffer_records"]["kernel_dispatch"][:6]
+    t0, t1 = first[0]["start_timestamp"] - 10, first[2]["end_timestamp"] + 10
+    tid = first[0]["thread_id"]
+    proc["buffer_records"]["marker_api"] = [
+        {
+            "kind": 7,
+            "operation": 1,
+            "thread_id": tid,
+            "correlation_id": {"internal": 900001, "external": 0},
+            "start_timestamp": t0,
+            "end_timestamp": t1,
+        },
+        {
+            "kind": 7,
+            "operation": 2,
+            "thread_id": tid,
+            "correlation_id": {"internal": 900002, "external": 0},
+            "start_timestamp": t1,
+            "end_timestamp": t1,
+        },  # a mark, not a range
+    ]
+    proc["strings"]["marker_api"] = [{"key": 900001, "value": "decode step"}, {"key": 900002, "value": "mark"}]
+    path = tmp_path / "with_markers_results.json"
+    path.write_text(json.dumps(doc))
+    t = load_trace(path)
+    assert t.ranges["name"].tolist() == ["decode step"]
+    inside = t.kernels[(t.kernels["start_ns"] >= t0) & (t.kernels["start_ns"] <= t1) & (t.kernels["launch_tid"] == tid)]
+    assert len(inside) >= 3 and (inside["annotation"] == "decode step").all()

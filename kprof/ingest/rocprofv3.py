@@ -2,8 +2,9 @@
 
 Timestamps are ns in the profiler's clock (CLOCK_BOOTTIME for rocprofiler-sdk), not Unix time;
 grids are work-items and are divided by the work-group size to give blocks (formats.md §2).
-Marker (roctx) ranges come from a ``*_marker_api_trace.csv`` beside a kernel-trace CSV, and from
-the rocpd ``regions`` view; launch times from a ``*_hip_api_trace.csv`` beside it.
+Marker (roctx) ranges come from a ``*_marker_api_trace.csv`` beside a kernel-trace CSV, from the
+JSON's ``marker_api`` records (named through ``strings.marker_api``), and from the rocpd ``regions``
+view; launch times from a ``*_hip_api_trace.csv`` beside a CSV.
 """
 
 from __future__ import annotations
@@ -240,16 +241,38 @@ class _Agent(msgspec.Struct):
     logical_node_id: int | None = None
 
 
+class _Marker(msgspec.Struct, frozen=True):
+    start_timestamp: int
+    end_timestamp: int
+    kind: int = -1
+    thread_id: int = -1
+    correlation_id: _Correlation = _Correlation()
+
+
 class _Buffers(msgspec.Struct, frozen=True):
     kernel_dispatch: tuple[_Dispatch, ...] = ()
-    marker_api: tuple[msgspec.Raw, ...] = ()
+    marker_api: tuple[_Marker, ...] = ()
+
+
+class _KeyValue(msgspec.Struct, frozen=True):
+    key: int
+    value: str
+
+
+class _Strings(msgspec.Struct, frozen=True):
+    marker_api: tuple[_KeyValue, ...] = ()  # correlation id → roctx message (rocprofiler-sdk's own tests)
+
+
+class _Metadata(msgspec.Struct, frozen=True):
+    pid: int = -1
 
 
 class _Process(msgspec.Struct):
     agents: list[_Agent] = []
     kernel_symbols: list[_Symbol] = []
     buffer_records: _Buffers = _Buffers()
-    metadata: msgspec.Raw = msgspec.Raw(b"null")
+    strings: _Strings = _Strings()
+    metadata: _Metadata = _Metadata()
 
 
 class _Tool(msgspec.Struct, rename={"processes": "rocprofiler-sdk-tool"}):
@@ -326,9 +349,34 @@ def load_json(path: Path, rank: int) -> Trace:
         "processes": len(doc.processes),
     }
     warnings = []
-    if any(p.buffer_records.marker_api for p in doc.processes):
-        warnings.append("rocprofv3 JSON: marker ranges are not read yet (CSV and rocpd output give roctx ranges)")
-    return Trace(kernels=kernel_table(table), ranges=range_table({}), meta=meta, warnings=warnings)
+    if doc.processes and any(p.buffer_records.marker_api for p in doc.processes):
+        warnings.append(
+            "rocprofv3 JSON has no launch times: kernels are matched to marker ranges by their GPU "
+            "start time and launching thread"
+        )
+    return Trace(
+        kernels=kernel_table(table), ranges=range_table(_json_marker_ranges(doc)), meta=meta, warnings=warnings
+    )
+
+
+def _json_marker_ranges(doc: _Tool) -> dict[str, list[Any]]:
+    """roctx ranges: marker records with a duration, named through ``strings.marker_api`` (keyed by
+    the record's internal correlation id); marks (start == end) are not ranges."""
+    out: dict[str, list[Any]] = {k: [] for k in ("name", "start_ns", "end_ns", "domain", "device", "pid", "tid")}
+    for proc in doc.processes:
+        names = {kv.key: kv.value for kv in proc.strings.marker_api}
+        for m in proc.buffer_records.marker_api:
+            if m.end_timestamp <= m.start_timestamp:
+                continue
+            corr = m.correlation_id.internal
+            out["name"].append(names.get(corr, f"marker {corr}"))
+            out["start_ns"].append(m.start_timestamp)
+            out["end_ns"].append(m.end_timestamp)
+            out["domain"].append("cpu")
+            out["device"].append(-1)
+            out["pid"].append(proc.metadata.pid)
+            out["tid"].append(m.thread_id)
+    return out
 
 
 # --- rocpd SQLite (default output of ROCm 7) ----------------------------------------------------
