@@ -178,3 +178,18 @@ def test_rocprofv3_json_marker_ranges(tmp_path: Path) -> None:
     assert t.ranges["name"].tolist() == ["decode step"]
     inside = t.kernels[(t.kernels["start_ns"] >= t0) & (t.kernels["start_ns"] <= t1) & (t.kernels["launch_tid"] == tid)]
     assert len(inside) >= 3 and (inside["annotation"] == "decode step").all()
+
+
+def test_legacy_rocprof_v1_results_csv(tmp_path: Path) -> None:
+    """rocprof v1 ``results.csv`` (header and row as in formats.md §2.5, from ROCm/aomp)."""
+    path = tmp_path / "results.csv"
+    path.write_text(
+        '"Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr","lds","scr","arch_vgpr",'
+        '"accum_vgpr","sgpr","wave_size","sig","obj","DispatchNs","BeginNs","EndNs","CompleteNs","DurationNs"\n'
+        '0,"__omp_offloading_fd00_5871764_main_l19.kd",2,1,0,3495164,3495164,256,256,512,0,4,4,16,64,'
+        '"0x153e64afca00","0x153d64770ec0",5323868593531200,5323868593552306,5323868593554226,5323868593566416,1920\n'
+    )
+    k = load_trace(path).kernels.iloc[0]
+    assert k["short_name"] == "__omp_offloading_fd00_5871764_main_l19"
+    assert int(k["dur_ns"]) == 1920 and int(k["device"]) == 2
+    assert int(k["grid_x"]) == 1 and int(k["block_x"]) == 256 and int(k["registers"]) == 4
