@@ -6,6 +6,13 @@
 #   STEPS="cal paged" PYTHONPATH=$PWD bash benchmarks/h200_evidence.sh OUT_DIR
 set -u
 out=${1:?output folder}
+# The device image has torch and triton but not msgspec: install wheels carried in .whl/ if present
+# (python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
+#  manylinux2014_x86_64 -d .whl msgspec==0.23.0, then carry .whl).
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/kprof-site .whl/*.whl
+  export PYTHONPATH="${PYTHONPATH:-}:/tmp/kprof-site"
+fi
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
 steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep"}

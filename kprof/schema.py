@@ -50,8 +50,6 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 
-KERNEL_KINDS = ("kernel", "memcpy", "memset")
-
 # Names repeat across thousands of events: store each once (Arrow dictionary, pandas Categorical).
 DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 

@@ -12,7 +12,6 @@ Every estimate is reported as effect_pct = 100·(exp(−x) − 1), positive = th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -144,7 +143,3 @@ def sweep_table(samples: pd.DataFrame, legs: list[dict[str, Any]], summaries: di
                 )
             )
     return pd.DataFrame(rows)
-
-
-def interaction_pairs(levers: Sequence[str]) -> list[str]:
-    return [f"{a}×{b}" for a, b in combinations(levers, 2)]

@@ -45,6 +45,7 @@ class CaseSummary:
     aa: S.Effect | None
     biased: bool
     quantum_ns: float | None
+    rounds_for_threshold: int
 
 
 def _quantum(samples: pd.DataFrame) -> float | None:
@@ -99,6 +100,7 @@ def leg_effects(
             aa=aa,
             biased=biased,
             quantum_ns=_quantum(samples[samples["case"] == case]),
+            rounds_for_threshold=S.rounds_needed(sigma, S.pct_threshold_to_log(threshold_pct)) if aa is not None else 0,
         )
         t_base = np.exp(logs[baseline]).median()
         declared = [d["name"] for d in legs if d["name"] in logs.columns]

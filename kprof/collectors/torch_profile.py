@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -60,7 +59,3 @@ def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
     out.insert(0, "case", case)
     out["kernel"] = out["kernel"].astype(str)  # plain strings in the stored table, not a dictionary
     return out
-
-
-def describe() -> dict[str, Any]:
-    return {"collector": "torch", "ranges": "kprof|LEG|ROUND record_function per replay"}

@@ -48,7 +48,8 @@ def _summary_line(s: CaseSummary) -> str:
     quantum = f", timer quantum {s.quantum_ns:.0f} ns" if s.quantum_ns and s.quantum_ns < 1000 else ""
     return (
         f"A/A {aa_text} ({gate}); {s.rounds} rounds; noise floor ±{s.noise_floor_pct:.2f}%, "
-        f"resolvable effect {s.mde_pct:.2f}%, verdict threshold {s.threshold_pct:.2f}%{quantum}"
+        f"resolvable effect {s.mde_pct:.2f}%, verdict threshold {s.threshold_pct:.2f}%{quantum}; "
+        f"rounds needed to resolve the practical threshold: {s.rounds_for_threshold}"
     )
 
 
