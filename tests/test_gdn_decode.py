@@ -60,3 +60,14 @@ def test_each_lever_is_bit_exact_over_three_steps(lever: str) -> None:
         for name in off:
             a, b = off[name], on[name]
             assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), (case.name, name)
+
+
+@pytest.mark.parametrize("params", [{"block_v": 16}, {"block_v": 8}, {"recurrent_warps": 4}])
+def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
+    case = CASES[0]
+    base = _step(WORKLOAD.setup(case, DEVICE, "float32", 4), frozenset())
+    state = WORKLOAD.setup(case, DEVICE, "float32", 4)
+    poison({k: v for k, v in WORKLOAD.outputs(state).items() if not k.endswith("_state")})
+    WORKLOAD.launch(state, frozenset(), params)()
+    for name, value in WORKLOAD.outputs(state).items():
+        assert relative_error(value, base[name]) < 1e-5, name

@@ -52,3 +52,9 @@ def test_prefix_is_shared_through_the_page_table() -> None:
     p = CASES[0].params
     assert torch.equal(state.page_table[0, : p["prefix"]], state.page_table[1, : p["prefix"]])
     assert not torch.equal(state.page_table[0, p["prefix"] :], state.page_table[1, p["prefix"] :])
+
+
+@pytest.mark.parametrize("params", [{"block_n": 16}, {"block_n": 64}, {"stage1_warps": 8}])
+def test_forced_stage1_tiling_matches_float64(params) -> None:
+    state = _run(CASES[1], LEVERS, "float32", params)
+    assert relative_error(state.out, WORKLOAD.reference(state)["out"]) < (5e-3 if HAS_GPU else 1e-5)

@@ -231,6 +231,7 @@ def gdn_recurrent_decode(
     v: int,
     stream_state: bool,
     bv: int = 32,
+    num_warps: int = 1,
 ) -> None:
     """Packed gated-delta-rule decode. mixed_qkv: [B, 2·H·K + HV·V]; a, b: [B, HV]; ssm_state:
     [slots, HV, V, K] fp32, updated in place; out: [B, HV, V]."""
@@ -258,6 +259,6 @@ def gdn_recurrent_decode(
         V=v,
         BV=bv,
         STREAM_STATE=stream_state,
-        num_warps=1,
+        num_warps=num_warps,
         num_stages=3,
     )

@@ -17,7 +17,7 @@ import torch
 from kernels.gdn_decode.kernel import gdn_conv_update, gdn_recurrent_decode
 from kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
 from kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
-from kprof.workload import Case, Feature, Workload
+from kprof.workload import Case, Feature, Sweep, Workload
 
 BLOCK = 256
 BV = 32
@@ -83,6 +83,11 @@ class GdnDecode(Workload):
         Feature("reuse_state", "bitwise", doc="conv: shift the state from registers instead of re-loading it"),
         Feature("conv_warps", "bitwise", doc="conv: 4 warps per 256-feature block instead of 8"),
         Feature("stream_state", "bitwise", doc="recurrent: state loads evict_first, stores .cs (streaming)"),
+    )
+    # Tuning knobs for the recurrent kernel, to explore with --sweep (upstream: BV 32, one warp).
+    sweeps = (
+        Sweep("block_v", "recurrent: value rows per program", lambda case, v: int(v) in (8, 16, 32, 64, 128)),
+        Sweep("recurrent_warps", "recurrent: warps per program", lambda case, v: int(v) in (1, 2, 4, 8)),
     )
     presets = {
         "smoke": (
@@ -178,7 +183,7 @@ class GdnDecode(Workload):
             block=BLOCK,
         )
 
-    def _recurrent(self, s: State, features: frozenset[str]) -> None:
+    def _recurrent(self, s: State, features: frozenset[str], params: Mapping[str, Any]) -> None:
         p = s.case.params
         gdn_recurrent_decode(
             s.mixed_qkv,
@@ -194,7 +199,8 @@ class GdnDecode(Workload):
             k=p["k"],
             v=p["v"],
             stream_state="stream_state" in features,
-            bv=BV,
+            bv=int(params.get("block_v", BV)),
+            num_warps=int(params.get("recurrent_warps", 1)),
         )
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
@@ -204,7 +210,7 @@ class GdnDecode(Workload):
             if part != "recurrent":
                 self._conv(state, features)
             if part != "conv":
-                self._recurrent(state, features)
+                self._recurrent(state, features, params)
 
         return step
 

@@ -162,6 +162,7 @@ def mla_decode(
     tiled_reduce: bool,
     block_h: int = 16,
     block_n: int = 32,
+    stage1_warps: int = 4,
 ) -> None:
     """q: [B, H, 576]; kv: [rows, 576]; page_table: [B, ≥ max_seq] int32 (token → row); seq_lens: [B];
     out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits)."""
@@ -195,7 +196,7 @@ def mla_decode(
         D_PE=ROPE,
         PIPELINED_LOADS=pipelined_loads,
         SPLIT_MAJOR=split_major_grid,
-        num_warps=4,
+        num_warps=stage1_warps,
     )
     d_split, warps = stage2_tiling(batch, heads, num_sms, tiled_reduce)
     mla_decode_stage2[(batch, heads, d_split)](

@@ -74,7 +74,11 @@ class MlaDecode(Workload):
         "pr": tuple(_case(f"h{h}-c{c}", c, h) for h in (12, 16) for c in (1, 2, 4, 8, 16, 24, 48)),
         "sweep": (_case("h12-c8", 8, 12), _case("h12-c48", 48, 12)),
     }
-    sweeps = (Sweep("num_splits", "KV splits per request (2 … 256)", lambda case, v: 1 <= int(v) <= MAX_SPLITS),)
+    sweeps = (
+        Sweep("num_splits", "KV splits per request (2 … 256)", lambda case, v: 1 <= int(v) <= MAX_SPLITS),
+        Sweep("block_n", "stage 1: tokens per tile", lambda case, v: int(v) in (16, 32, 64)),
+        Sweep("stage1_warps", "stage 1: warps per program", lambda case, v: int(v) in (2, 4, 8)),
+    )
     reference_rtol = 2e-2
 
     def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
@@ -124,7 +128,8 @@ class MlaDecode(Workload):
             pipelined_loads="pipelined_loads" in features,
             split_major_grid="split_major_grid" in features,
             tiled_reduce="tiled_reduce" in features,
-            block_n=BLOCK_N,
+            block_n=int(params.get("block_n", BLOCK_N)),
+            stage1_warps=int(params.get("stage1_warps", 4)),
         )
         s = state
         return lambda: mla_decode(s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
