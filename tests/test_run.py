@@ -109,6 +109,8 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
         (["run", "paged_decode", "--device", "cpu", "--sweep", "warps=1,2"], "cannot force"),
         (["run", "paged_decode", "--device", "cpu", "--case", "zzz"], "--case"),
         (["report", str(tmp_path)], "not a kprof run folder"),
+        (["run", "paged_decode", "--device", "tpu"], "--device"),
+        (["run", "paged_decode", "--device", "cuda"], "no GPU is visible"),
     ]:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +30,21 @@ def default_device() -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:
         return "cpu"
+
+
+def check_device(device: str) -> None:
+    """``cpu`` or ``cuda``/``cuda:N`` that this machine has (ROCm builds of torch answer to cuda too)."""
+    if device == "cpu":
+        return
+    if not re.fullmatch(r"cuda(:\d+)?", device):
+        raise KprofInputError("--device", f"expected cpu, cuda or cuda:N, got {device!r}")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise KprofInputError("--device", "no GPU is visible here (use --device cpu for the interpreter)")
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index >= torch.cuda.device_count():
+        raise KprofInputError("--device", f"{device} does not exist ({torch.cuda.device_count()} GPU(s) here)")
 
 
 def _git_revision() -> str | None:
@@ -101,6 +117,7 @@ class RunRequest:
 def create_run(out: Path, req: RunRequest) -> RunStore:
     workload = load_workload(req.workload)
     device = req.device or default_device()
+    check_device(device)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
     cases = [c for c in workload.cases(preset) if not req.case_filter or req.case_filter in c.name]
     if not cases:
