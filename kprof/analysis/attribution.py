@@ -90,11 +90,7 @@ def attribute_run(
                     design=design,
                     lever=lever or "(all levers)",
                     rounds=eff.rounds,
-                    effect_pct=eff.effect_pct,
-                    ci_low_pct=eff.ci_low_pct,
-                    ci_high_pct=eff.ci_high_pct,
-                    p=eff.p_wilcoxon,
-                    verdict="BIASED" if summary and summary.biased else eff.verdict,
+                    **dict(eff.row(), verdict="BIASED" if summary and summary.biased else eff.verdict),
                 )
             )
     table = pd.DataFrame(rows)
@@ -135,10 +131,7 @@ def sweep_table(samples: pd.DataFrame, legs: list[dict[str, Any]], summaries: di
                     param=name,
                     value=value,
                     time_us=float(np.exp(logs[leg]).median() / 1e3),
-                    effect_pct=eff.effect_pct,
-                    ci_low_pct=eff.ci_low_pct,
-                    ci_high_pct=eff.ci_high_pct,
-                    verdict=eff.verdict,
+                    **eff.row(),
                     trend_p=trend_p,
                 )
             )

@@ -119,12 +119,8 @@ def leg_effects(
             else:
                 eff = S.with_verdict(S.estimate(d_all[leg].to_numpy()), threshold)
                 row.update(
-                    effect_pct=eff.effect_pct,
-                    ci_low_pct=eff.ci_low_pct,
-                    ci_high_pct=eff.ci_high_pct,
-                    p=eff.p_wilcoxon,
+                    eff.row(),
                     p_sign=eff.p_sign,
-                    verdict=eff.verdict,
                     estimate=eff.estimate,
                 )
                 if biased and "aa" not in role_of.get(leg, ()):  # A/A copies stay visible: they are the evidence

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -154,6 +155,16 @@ class Effect:
     @property
     def ci_high_pct(self) -> float:
         return to_pct(self.low)
+
+    def row(self) -> dict[str, Any]:
+        """The columns every result table carries for an effect."""
+        return dict(
+            effect_pct=self.effect_pct,
+            ci_low_pct=self.ci_low_pct,
+            ci_high_pct=self.ci_high_pct,
+            p=self.p_wilcoxon,
+            verdict=self.verdict,
+        )
 
 
 def estimate(d: Sequence[float], alpha: float = ALPHA) -> Effect:

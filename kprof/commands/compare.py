@@ -104,14 +104,7 @@ def _row(key: dict, a: np.ndarray, b: np.ndarray, threshold: float, repeated: bo
             verdict=NO_VERDICT,
         )
         return row
-    eff = S.with_verdict(S.two_sample(a, b), threshold)
-    row.update(
-        effect_pct=eff.effect_pct,
-        ci_low_pct=eff.ci_low_pct,
-        ci_high_pct=eff.ci_high_pct,
-        p=eff.p_wilcoxon,
-        verdict=eff.verdict,
-    )
+    row.update(S.with_verdict(S.two_sample(a, b), threshold).row())
     return row
 
 
