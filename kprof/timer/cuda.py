@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from kprof.timer import Item
+from kprof.timer.clocks import clock_reader
 from kprof.timer.self_checks import run_self_checks
 
 MIB = 1 << 20
@@ -29,39 +30,6 @@ def flush_bytes(device: torch.device) -> int:
     return max(1024 * MIB if is_amd else 512 * MIB, 2 * l2)
 
 
-class _Nvml:
-    """SM/memory clocks, temperature, power and throttle reasons through nvidia-ml-py, if present."""
-
-    def __init__(self, index: int) -> None:
-        self.handle = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.nv = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception:  # no NVML (ROCm, containers without the library): record nothing
-            self.handle = None
-
-    def read(self) -> dict[str, Any]:
-        if self.handle is None:
-            return {}
-        nv, h = self.nv, self.handle
-        out: dict[str, Any] = {}
-        for key, call in (
-            ("sm_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
-            ("mem_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
-            ("temperature_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-            ("power_w", lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
-            ("throttle_reasons", lambda: int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))),
-        ):
-            try:
-                out[key] = call()
-            except Exception:
-                continue
-        return out
-
-
 class CudaEventTimer:
     label = CUDA_LABEL
 
@@ -71,7 +39,7 @@ class CudaEventTimer:
         self.flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device=self.device)
         self.graphs: dict[Item, torch.cuda.CUDAGraph] = {}
         self.stream = torch.cuda.Stream(self.device)
-        self.nvml = _Nvml(self.device.index or 0)
+        self.clocks = clock_reader(self.device.index or 0, hip=torch.version.hip is not None)
 
     def prepare(self, item: Item, fn: Callable[[], None]) -> None:
         graph = torch.cuda.CUDAGraph()
@@ -106,7 +74,7 @@ class CudaEventTimer:
         return out
 
     def round_conditions(self) -> dict[str, Any]:
-        return self.nvml.read()
+        return self.clocks.read()
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 10) -> float:
         """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (median)."""
@@ -134,8 +102,8 @@ class CudaEventTimer:
             "device_name": props.name,
             "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
             "sms": props.multi_processor_count,
-            "nvml": self.nvml.handle is not None,
+            "clock_readings": type(self.clocks).__name__ if self.clocks.handle is not None else None,
             "copy_gbps": self.copy_bandwidth(),
-            "conditions_at_start": self.nvml.read(),
+            "conditions_at_start": self.clocks.read(),
             "self_checks": run_self_checks(self.flush, int(getattr(props, "L2_cache_size", 0) or 0)),
         }
