@@ -15,7 +15,7 @@ from rich.table import Table
 
 from kprof.analysis.run_effects import CaseSummary
 from kprof.errors import KprofInputError
-from kprof.report.run_report import VERDICT_STYLE, timer_label
+from kprof.report.run_report import VERDICT_STYLE, effect_text, timer_label
 
 DESIGN_TITLES = {
     "total": "all levers together vs baseline",
@@ -28,9 +28,9 @@ DESIGN_TITLES = {
 
 
 def cell(row: pd.Series) -> str:
-    if row["verdict"] == "BIASED":
-        return "– (A/A biased)"
-    return f"{row['effect_pct']:+.2f}% [{row['ci_low_pct']:+.2f}, {row['ci_high_pct']:+.2f}] {row['verdict']}"
+    """One grid cell: the run table's effect text, then the verdict (a biased case has none)."""
+    text = effect_text(row)
+    return text if row["verdict"] == "BIASED" else f"{text} {row['verdict']}"
 
 
 def _grids(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
