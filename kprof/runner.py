@@ -155,12 +155,17 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
             fn = launch(leg, state, params)
             poison(workload.outputs(state))
             workload.reset(state)
-            if k == 0 and device != "cpu" and plant is None:  # the interpreter compiles nothing
-                rows = compile_metadata(fn, module_prefixes)
-                compile_rows += [dict(r, case=case.name, leg=leg.name) for r in rows]
-            else:
-                fn()
-            _sync(device)
+            try:
+                if k == 0 and device != "cpu" and plant is None:  # the interpreter compiles nothing
+                    rows = compile_metadata(fn, module_prefixes)
+                    compile_rows += [dict(r, case=case.name, leg=leg.name) for r in rows]
+                else:
+                    fn()
+                _sync(device)
+            except Exception as e:  # a sweep value that does not compile (shared memory, registers)
+                failed[leg.name] = f"launch: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                emit(event="leg_failed", case=case.name, leg=leg.name, reason=failed[leg.name])
+                continue
             res = compare(
                 workload.outputs(state),
                 baseline_outputs[k],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -135,7 +137,7 @@ from kprof.workload import Case, Feature, Workload
 
 class Scale(Workload):
     name = "user_scale"
-    features = (Feature("double_buffer", "bitwise"), Feature("crash", "bitwise"))
+    features = (Feature("double_buffer", "bitwise"), Feature("crash", "bitwise"), Feature("no_fit", "bitwise"))
     presets = {"smoke": (Case("n4096", {"n": 4096}),)}
 
     def setup(self, case, device, dtype, seed):
@@ -147,6 +149,8 @@ class Scale(Workload):
         def run():
             if "crash" in features:
                 os._exit(3)  # stands in for a kernel that kills the GPU context
+            if "no_fit" in features:
+                raise RuntimeError("out of resource: shared memory, Required: 262144")  # as Triton says
             torch.mul(state["x"], 2.0, out=state["y"])
         return run
 
@@ -191,3 +195,23 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     assert not any("crash" in leg for leg in legs)  # the crashing legs lost only themselves
     status = RunStore(out).read_meta()["case_status"]["n4096"]
     assert status["status"] == "done" and set(status["crashed_legs"]) >= {"crash"}
+    # a leg that raises at launch (does not compile) fails alone, in its worker, with the reason
+    assert not any("no_fit" in leg for leg in legs)
+    assert "no_fit" not in status["crashed_legs"]
+    assert status["failed"]["no_fit"] == "launch: RuntimeError: out of resource: shared memory, Required: 262144"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_state_says_when_the_tree_has_uncommitted_changes(tmp_path: Path) -> None:
+    from kprof.commands.run import git_state
+
+    assert git_state(tmp_path) == {"git_revision": None, "git_dirty": None}  # not a checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "kernel.py").write_text("BV = 32\n")
+    subprocess.run([*git, "add", "kernel.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "kernel"], check=True)
+    clean = git_state(tmp_path)
+    assert len(clean["git_revision"]) == 40 and clean["git_dirty"] is False
+    (tmp_path / "kernel.py").write_text("BV = 16\n")
+    assert git_state(tmp_path) == {"git_revision": clean["git_revision"], "git_dirty": True}

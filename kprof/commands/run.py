@@ -47,14 +47,23 @@ def check_device(device: str) -> None:
         raise KprofInputError("--device", f"{device} does not exist ({torch.cuda.device_count()} GPU(s) here)")
 
 
-def _git_revision() -> str | None:
+def _git(cwd: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
-        )
-        return out.stdout.strip() or None
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=cwd)
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+KPROF_DIR = Path(__file__).resolve().parent
+
+
+def git_state(cwd: Path = KPROF_DIR) -> dict[str, Any]:
+    """The commit kprof runs from and whether tracked files differ from it: numbers measured with
+    uncommitted changes must say so. None for both outside a git checkout."""
+    revision = _git(cwd, "rev-parse", "HEAD")
+    changed = _git(cwd, "status", "--porcelain", "--untracked-files=no") if revision else None
+    return {"git_revision": revision, "git_dirty": None if changed is None else bool(changed)}
 
 
 def _versions() -> dict[str, Any]:
@@ -188,7 +197,7 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
         "bytes_per_call": {c.name: workload.bytes_per_call(c) for c in cases},
         "flops_per_call": {c.name: workload.flops_per_call(c) for c in cases},
         "versions": _versions(),
-        "git_revision": _git_revision(),
+        **git_state(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "case_status": {},
     }
