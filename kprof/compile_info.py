@@ -1,4 +1,5 @@
-"""Triton compile metadata (registers, spills, shared memory, warps, stages) of the kernels a call launches."""
+"""Triton compile metadata (registers, spills, shared memory, warps, stages, resident programs per SM)
+of the kernels a call launches."""
 
 from __future__ import annotations
 
@@ -69,6 +70,48 @@ def compile_metadata(call: Callable[[], None], module_prefixes: tuple[str, ...])
                     "shared_bytes": getattr(meta, "shared", None),
                     "registers": getattr(kernel, "n_regs", None),
                     "spills": getattr(kernel, "n_spills", None),
+                    "programs_per_sm": programs_per_sm(kernel),
                 }
             )
     return rows
+
+
+MAX_BLOCKS_PER_SM = 32  # every NVIDIA architecture since Maxwell
+REGISTER_ALLOCATION = 256  # registers are granted per warp in units of 256
+RESERVED_SHARED_PER_BLOCK = 1024  # the CUDA runtime keeps 1 KiB of shared memory per resident block
+
+
+def occupancy(
+    num_warps: int, registers: int, shared_bytes: int, threads_per_sm: int, registers_per_sm: int, shared_per_sm: int
+) -> int:
+    """Resident blocks per SM by the CUDA occupancy rules: the least of the thread, register and
+    shared-memory limits (a program needs all of its warps resident at once)."""
+    by_threads = threads_per_sm // (32 * num_warps)
+    per_warp = -(-registers * 32 // REGISTER_ALLOCATION) * REGISTER_ALLOCATION
+    by_registers = (registers_per_sm // per_warp) // num_warps if per_warp else by_threads
+    by_shared = shared_per_sm // (shared_bytes + RESERVED_SHARED_PER_BLOCK)
+    return max(0, min(by_threads, by_registers, by_shared, MAX_BLOCKS_PER_SM))
+
+
+def programs_per_sm(kernel: Any) -> int | None:
+    """Resident programs per SM of a compiled Triton kernel on the current CUDA device; None under
+    the interpreter and on ROCm, whose rules (wave64, VGPR granules) are not modelled here."""
+    try:
+        import torch
+        import triton
+
+        if torch.version.hip or not torch.cuda.is_available() or getattr(kernel, "n_regs", None) is None:
+            return None
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        regs = triton.runtime.driver.active.utils.get_device_properties(index)["max_num_regs"]
+        return occupancy(
+            int(kernel.metadata.num_warps),
+            int(kernel.n_regs),
+            int(kernel.metadata.shared),
+            int(props.max_threads_per_multi_processor),
+            int(regs),
+            int(props.shared_memory_per_multiprocessor),
+        )
+    except Exception:  # metadata of another Triton version: occupancy is simply not reported
+        return None
