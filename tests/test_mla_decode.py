@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from conftest import DEVICE, HAS_GPU
-from kernels.mla_decode.workload import WORKLOAD
+from kernels.mla_decode.kernel import wave_fit_splits
+from kernels.mla_decode.workload import WORKLOAD, _case
 from kprof.correctness import relative_error
 
 LEVERS = WORKLOAD.feature_names
@@ -56,5 +57,43 @@ def test_prefix_is_shared_through_the_page_table() -> None:
 
 @pytest.mark.parametrize("params", [{"block_n": 16}, {"block_n": 64}, {"stage1_warps": 8}])
 def test_forced_stage1_tiling_matches_float64(params) -> None:
-    state = _run(CASES[1], LEVERS, "float32", params)
+    # fp32 tiles of 64 rows, 3 stages deep, need 245 KiB of shared memory: more than an H200 has
+    state = _run(CASES[1], LEVERS, "float16" if HAS_GPU else "float32", params)
     assert relative_error(state.out, WORKLOAD.reference(state)["out"]) < (5e-3 if HAS_GPU else 1e-5)
+
+
+# H200: 132 SMs, stage 1 (4 warps, 214 registers) holds 2 programs per SM, so 264 slots; the
+# grids are B · S programs (one head block). Upstream's S = 256 // B leaves 24 of 264 slots idle at
+# B = 24 (S 10) and B = 48 (S 5); 11 splits fill whole waves there. At B = 8 and 16 the last wave
+# is 97% full already, and B = 1 is bounded by the 256-split cap.
+@pytest.mark.parametrize(
+    ("batch", "base", "expected"), [(1, 256, 256), (8, 32, 32), (16, 16, 16), (24, 10, 11), (48, 5, 11)]
+)
+def test_wave_fit_splits_on_h200_grids(batch: int, base: int, expected: int) -> None:
+    assert wave_fit_splits(base, batch, 264, 256) == expected
+
+
+def test_wave_fit_splits_falls_back_to_the_fullest_wave() -> None:
+    # 7 programs per split on 10 slots: splits 2 … 4 fill 0.7, 0.7 (2.1 of 3 waves), 0.933 → 4;
+    # allowed up to 8 (4 · base), 7 splits fill 4.9 of 5 waves (0.98)
+    assert wave_fit_splits(2, 7, 10, 4) == 4
+    assert wave_fit_splits(2, 7, 10, 100) == 7
+    assert wave_fit_splits(3, 7, 10, 3) == 3  # bounded by the tile count: nothing to choose
+
+
+def test_wave_fit_lever_changes_the_split_count_and_stays_within_tolerance() -> None:
+    """32 requests of 320 tokens: upstream gives 8 splits (256 programs); on a device of 100 SMs
+    (one program per SM under the interpreter) 9 splits fill 2.88 of 3 waves. The ninth split's
+    log-sum-exp is written only when the lever is on."""
+    case = _case("b32-h4-c320", 32, 4, context=320, prefix=200, share=8)
+    outs = {}
+    for features in ((), ("wave_fit_splits",)):
+        state = WORKLOAD.setup(case, DEVICE, "float32", 0)
+        state.num_sms = 100
+        state.lse_part.fill_(float("nan"))
+        WORKLOAD.launch(state, frozenset(features), {})()
+        written = (~torch.isnan(state.lse_part[0, 0])).sum().item()
+        assert written == (9 if features else 8)
+        outs[features] = state.out.clone()
+        assert relative_error(state.out, WORKLOAD.reference(state)["out"]) < (5e-3 if HAS_GPU else 1e-5)
+    assert relative_error(outs[("wave_fit_splits",)], outs[()]) <= WORKLOAD.feature("wave_fit_splits").rtol

@@ -11,9 +11,14 @@ output and its log-sum-exp; stage 2 merges the splits. Levers:
   launch order (on AMD they share an XCD's L2). Relabelling only: bit-exact; expected ~0 on H200.
 * ``tiled_reduce`` (``D_SPLIT`` > 1): stage 2 split over the 512-wide value dimension while the
   grid leaves SMs idle, with 4 warps instead of 8; each slice re-derives the same scalar weights.
+* ``wave_fit_splits`` (host side, ``wave_fit_splits()``): upstream's ~256-program budget is one
+  wave on a 256-CU MI355X; on another device its grid can leave most of a last wave idle. The split
+  count is raised to the smallest one whose last wave of resident programs is ≥ 95% full.
 """
 
 from __future__ import annotations
+
+import math
 
 import triton
 import triton.language as tl
@@ -144,6 +149,25 @@ def stage2_tiling(batch: int, heads: int, num_sms: int, tiled: bool) -> tuple[in
     return d_split, (8 if d_split == 1 else 4)
 
 
+WAVE_FILL = 0.95
+
+
+def wave_fill(splits: int, programs_per_split: int, slots: int) -> float:
+    """Fraction of the last wave that a grid of splits · programs_per_split programs keeps busy."""
+    waves = splits * programs_per_split / slots
+    return waves / math.ceil(waves)
+
+
+def wave_fit_splits(base: int, programs_per_split: int, slots: int, most: int) -> int:
+    """The smallest split count in base … min(4·base, most) whose last wave is ≥ WAVE_FILL full
+    (``slots`` = SMs × resident programs per SM); failing that, the fullest (fewest splits on ties)."""
+    candidates = range(base, max(base, min(4 * base, most)) + 1)
+    for s in candidates:
+        if wave_fill(s, programs_per_split, slots) >= WAVE_FILL:
+            return s
+    return max(candidates, key=lambda s: (wave_fill(s, programs_per_split, slots), -s))
+
+
 def mla_decode(
     q,
     kv,
@@ -163,14 +187,15 @@ def mla_decode(
     block_h: int = 16,
     block_n: int = 32,
     stage1_warps: int = 4,
-) -> None:
+):
     """q: [B, H, 576]; kv: [rows, 576]; page_table: [B, ≥ max_seq] int32 (token → row); seq_lens: [B];
-    out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits)."""
+    out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits).
+    Returns the compiled stage-1 kernel (None under the interpreter), for its occupancy."""
     batch, heads, _ = q.shape
     tokens_per_split = triton.cdiv(triton.cdiv(max_seq_len, num_splits), block_n) * block_n
     head_blocks = triton.cdiv(heads, block_h)
     grid = (num_splits, batch, head_blocks) if split_major_grid else (batch, num_splits, head_blocks)
-    mla_decode_stage1[grid](
+    stage1 = mla_decode_stage1[grid](
         q,
         kv,
         page_table,
@@ -215,3 +240,4 @@ def mla_decode(
         BLOCK_D=KV_LORA // d_split,
         num_warps=warps,
     )
+    return stage1

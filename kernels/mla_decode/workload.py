@@ -10,13 +10,15 @@ from typing import Any
 import torch
 import triton
 
-from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode
+from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode, wave_fit_splits
 from kernels.mla_decode.plain_torch import mla_decode_torch
 from kernels.mla_decode.reference import mla_decode_reference
+from kprof.compile_info import programs_per_sm
 from kprof.workload import Case, Feature, Sweep, Workload
 
 ROW = KV_LORA + ROPE
 BLOCK_N = 32
+BLOCK_H = 16  # heads per stage-1 program (the kernel's default)
 MAX_SPLITS = 256
 PREFIX, CONTEXT, SHARE = 63_240, 68_000, 8
 
@@ -27,7 +29,7 @@ def _case(name: str, batch: int, heads: int, context: int = CONTEXT, prefix: int
 
 def default_splits(batch: int, heads: int, context: int) -> int:
     """Upstream's policy: about 256 programs per call (256 // (B · head blocks)), bounded by the tiles."""
-    return int(max(1, min(256 // (batch * triton.cdiv(heads, 16)), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
+    return int(max(1, min(256 // (batch * triton.cdiv(heads, BLOCK_H)), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
 
 
 @dataclass
@@ -64,6 +66,13 @@ class MlaDecode(Workload):
             "tolerance",
             rtol=1e-2,
             doc="stage 2 split over the 512-wide value dim while SMs idle, 4 warps instead of 8",
+        ),
+        # More splits reorder the softmax merge: the same bf16 rounding argument as tiled_reduce.
+        Feature(
+            "wave_fit_splits",
+            "tolerance",
+            rtol=1e-2,
+            doc="split count raised until the stage-1 grid's last wave of resident programs is ≥ 95% full",
         ),
     )
     presets = {
@@ -122,7 +131,6 @@ class MlaDecode(Workload):
         splits = int(params.get("num_splits", default_splits(p["batch"], p["heads"], p["context"])))
         kwargs = dict(
             sm_scale=ROW**-0.5,
-            num_splits=splits,
             max_seq_len=p["context"],
             num_sms=state.num_sms,
             pipelined_loads="pipelined_loads" in features,
@@ -132,7 +140,25 @@ class MlaDecode(Workload):
             stage1_warps=int(params.get("stage1_warps", 4)),
         )
         s = state
-        return lambda: mla_decode(s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
+        if "wave_fit_splits" in features and "num_splits" not in params:
+            splits = self._wave_fit(s, splits, kwargs)
+        return lambda: mla_decode(
+            s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=splits, **kwargs
+        )
+
+    def _wave_fit(self, s: State, splits: int, kwargs: dict[str, Any]) -> int:
+        """Compile stage 1 with one launch (outputs are rewritten by every call), read its resident
+        programs per SM, and fit the split count to whole waves; one per SM where that is unknown
+        (interpreter, ROCm)."""
+        p = s.case.params
+        stage1 = mla_decode(
+            s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=splits, **kwargs
+        )
+        per_sm = programs_per_sm(stage1) or 1
+        tiles = triton.cdiv(p["context"], kwargs["block_n"])
+        return wave_fit_splits(
+            splits, p["batch"] * triton.cdiv(p["heads"], BLOCK_H), s.num_sms * per_sm, min(tiles, MAX_SPLITS)
+        )
 
     def launch_torch(self, state: State) -> Callable[[], None]:
         s = state
@@ -146,7 +172,9 @@ class MlaDecode(Workload):
         return {"out": mla_decode_reference(s.q, s.kv, s.page_table, s.seq_lens, ROW**-0.5)}
 
     def bytes_per_call(self, case: Case) -> dict[str, int]:
-        """logical: every request's KV (aiter test_mla.py convention); unique: shared prefixes once."""
+        """logical: every request's KV (aiter test_mla.py convention); unique: shared prefixes once.
+        Partials are counted at upstream's split count: a leg with more splits (wave_fit_splits, a
+        sweep) moves a little more (at most 0.4% of the logical bytes in the pr preset)."""
         p = case.params
         batch, heads, ctx = p["batch"], p["heads"], p["context"]
         groups = triton.cdiv(batch, p["share"])
