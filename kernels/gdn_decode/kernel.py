@@ -98,6 +98,13 @@ def gdn_conv_update_kernel(
 
 
 @triton.jit
+def _load_state(p_s, m_s, STREAM_STATE: tl.constexpr):
+    if STREAM_STATE:
+        return tl.load(p_s, mask=m_s, other=0.0, eviction_policy="evict_first")
+    return tl.load(p_s, mask=m_s, other=0.0)
+
+
+@triton.jit
 def gdn_recurrent_decode_kernel(
     mixed_qkv,
     a,
@@ -122,6 +129,7 @@ def gdn_recurrent_decode_kernel(
     V: tl.constexpr,
     BV: tl.constexpr,
     STREAM_STATE: tl.constexpr,
+    EARLY_STATE: tl.constexpr,
 ):
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_n, i_hv = i_nh // HV, i_nh % HV
@@ -130,6 +138,11 @@ def gdn_recurrent_decode_kernel(
     o_v = i_v * BV + tl.arange(0, BV)
     b_slot = tl.load(indices + i_n).to(tl.int64) + 0 * o_v  # [BV]
     valid = (b_slot >= 0) & (b_slot < num_slots)
+    p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * stride_s_h
+    p_s = p_s + o_v[:, None] * stride_s_v + o_k[None, :]
+    m_s = valid[:, None] & (o_k[None, :] < K)  # [BV, K]
+    if EARLY_STATE:  # the state's latency then overlaps the q/k/v and gate loads and the norms
+        b_s = _load_state(p_s, m_s, STREAM_STATE)
     p_row = mixed_qkv + i_n * stride_qn
     b_q = tl.load(p_row + i_h * K + o_k).to(tl.float32)
     b_k = tl.load(p_row + H * K + i_h * K + o_k).to(tl.float32)
@@ -140,13 +153,8 @@ def gdn_recurrent_decode_kernel(
     b_softplus = tl.where(b_x <= 20.0, tl.log(1.0 + tl.exp(b_x)), b_x)
     b_g = -tl.exp(tl.load(a_log + i_hv).to(tl.float32)) * b_softplus
     b_beta = tl.sigmoid(tl.load(b + i_n * stride_an + i_hv).to(tl.float32))
-    p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * stride_s_h
-    p_s = p_s + o_v[:, None] * stride_s_v + o_k[None, :]
-    m_s = valid[:, None] & (o_k[None, :] < K)  # [BV, K]
-    if STREAM_STATE:
-        b_s = tl.load(p_s, mask=m_s, other=0.0, eviction_policy="evict_first")
-    else:
-        b_s = tl.load(p_s, mask=m_s, other=0.0)
+    if not EARLY_STATE:
+        b_s = _load_state(p_s, m_s, STREAM_STATE)
     b_s = b_s * tl.exp(b_g)
     b_vnew = b_beta * (b_v - tl.sum(b_s * b_k[None, :], axis=1))
     b_s = b_s + b_vnew[:, None] * b_k[None, :]
@@ -230,6 +238,7 @@ def gdn_recurrent_decode(
     k: int,
     v: int,
     stream_state: bool,
+    early_state: bool = False,
     bv: int = 32,
     num_warps: int = 1,
 ) -> None:
@@ -259,6 +268,7 @@ def gdn_recurrent_decode(
         V=v,
         BV=bv,
         STREAM_STATE=stream_state,
+        EARLY_STATE=early_state,
         num_warps=num_warps,
         num_stages=3,
     )

@@ -83,6 +83,11 @@ class GdnDecode(Workload):
         Feature("reuse_state", "bitwise", doc="conv: shift the state from registers instead of re-loading it"),
         Feature("conv_warps", "bitwise", doc="conv: 4 warps per 256-feature block instead of 8"),
         Feature("stream_state", "bitwise", doc="recurrent: state loads evict_first, stores .cs (streaming)"),
+        Feature(
+            "early_state",
+            "bitwise",
+            doc="recurrent: issue the state load right after the slot index, ahead of the q/k/v and gate loads",
+        ),
     )
     # Tuning knobs for the recurrent kernel, to explore with --sweep (upstream: BV 32, one warp).
     sweeps = (
@@ -199,6 +204,7 @@ class GdnDecode(Workload):
             k=p["k"],
             v=p["v"],
             stream_state="stream_state" in features,
+            early_state="early_state" in features,
             bv=int(params.get("block_v", BV)),
             num_warps=int(params.get("recurrent_warps", 1)),
         )
