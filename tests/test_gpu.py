@@ -74,7 +74,7 @@ def test_gdn_decode_bf16_matches_reference(case_name: str) -> None:
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
 
 
-@pytest.mark.parametrize("lever", ["reuse_state", "conv_warps", "stream_state"])
+@pytest.mark.parametrize("lever", ["reuse_state", "conv_warps", "stream_state", "early_state"])
 def test_gdn_decode_levers_bit_exact_on_gpu_over_three_steps(lever: str) -> None:
     w = _gdn()
     for case in w.cases("pr"):
@@ -109,7 +109,7 @@ def test_mla_decode_bf16_matches_reference(case_name: str) -> None:
     assert relative_error(state.out, w.reference(state)["out"]) < w.reference_rtol
 
 
-@pytest.mark.parametrize("lever", ["pipelined_loads", "split_major_grid", "tiled_reduce"])
+@pytest.mark.parametrize("lever", ["pipelined_loads", "split_major_grid", "tiled_reduce", "wave_fit_splits"])
 def test_mla_decode_lever_bytes_on_gpu(lever: str) -> None:
     from kprof.correctness import relative_error
 
@@ -126,3 +126,47 @@ def test_mla_decode_lever_bytes_on_gpu(lever: str) -> None:
             assert torch.equal(off.view(torch.int16), state.out.view(torch.int16)), name
         else:
             assert relative_error(state.out, off) <= w.feature(lever).rtol, name
+
+
+def test_mla_wave_fit_reads_the_stage1_occupancy() -> None:
+    """On an H200 stage 1 holds 2 programs per SM (264 slots): 24 requests get 11 splits, not 10."""
+    w = _mla()
+    case = next(c for c in w.cases("pr") if c.name == "h12-c24")
+    state = w.setup(case, "cuda", "bfloat16", 0)
+    state.lse_part.fill_(float("nan"))
+    w.launch(state, frozenset({"wave_fit_splits"}), {})()
+    torch.cuda.synchronize()
+    written = int((~torch.isnan(state.lse_part[0, 0])).sum().item())
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert written == 11
+    else:  # another GPU: at least upstream's count
+        assert written >= 10
+
+
+@pytest.mark.parametrize(
+    ("module", "case_name"),
+    [("gdn_decode", "step-b32-hv32"), ("paged_decode", "b8-s8192"), ("mla_decode", "h12-c8")],
+)
+def test_plain_torch_leg_is_captured_in_a_cuda_graph(module: str, case_name: str) -> None:
+    """kprof times every leg as a graph replay: the plain-PyTorch leg must not synchronise the host."""
+    import importlib
+
+    from kprof.correctness import relative_error
+
+    w = importlib.import_module(f"kernels.{module}.workload").WORKLOAD
+    case = next(c for c in w.cases("pr") if c.name == case_name)
+    state = w.setup(case, "cuda", "bfloat16", 0)
+    fn = w.launch_torch(state)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        fn()  # warm-up outside the capture (allocator, library handles)
+    stream.synchronize()
+    w.reset(state)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    w.reset(state)
+    graph.replay()
+    torch.cuda.synchronize()
+    for name, ref in w.reference(state).items():
+        assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name

@@ -1,9 +1,22 @@
-"""gdn_decode as a user would write it in plain PyTorch: gather the slots' states, compute, scatter back."""
+"""gdn_decode as a user would write it in plain PyTorch: gather the slots' states, compute, scatter
+back. No host synchronisation (no boolean-mask indexing), so it can be captured in a CUDA graph."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+
+def scatter_rows(pool: torch.Tensor, slots: torch.Tensor, valid: torch.Tensor, rows: torch.Tensor) -> None:
+    """pool[slots[i]] = rows[i] for the valid i, without a host sync: padding rows are redirected to
+    the first valid row's slot with that row's value, so duplicate writes agree; with no valid row,
+    the first row's (clamped) slot is rewritten with its own contents."""
+    first = torch.argmax(valid.to(torch.int32)).view(1)  # a 1-element index: a 0-d one would sync
+    dest = torch.where(valid, slots, slots[first])
+    keep = valid.view(-1, *([1] * (rows.dim() - 1)))
+    src = torch.where(keep, rows, rows[first])
+    src = torch.where(valid.any(), src, pool[dest])
+    pool.index_copy_(0, dest, src.to(pool.dtype))
 
 
 def conv_update_torch(
@@ -20,8 +33,7 @@ def conv_update_torch(
     if silu:
         y = F.silu(y)
     mixed_qkv.copy_(torch.where(valid[:, None], y.to(x.dtype), x))
-    rows = slots[valid]
-    conv_state[rows, :, : width - 1] = window[valid][:, :, 1:]
+    scatter_rows(conv_state[:, :, : width - 1], slots, valid, window[:, :, 1:])
     z.copy_(mixed_qkvz[:, qkv_dim : qkv_dim + hv * v])
     b.copy_(ba[:, :hv])
     a.copy_(ba[:, hv:])
@@ -46,4 +58,4 @@ def recurrent_torch(
     s = s + v_new[:, :, :, None] * kk[:, :, None, :]
     o = torch.einsum("bhvk,bhk->bhv", s, q)
     out.copy_(torch.where(valid[:, None, None], o, 0.0).to(out.dtype))
-    ssm_state[slots[valid]] = s[valid]
+    scatter_rows(ssm_state, slots, valid, s)
