@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 FLUSH_AGREEMENT = 0.02  # F and 2F flushes must give the same cold time within 2%
+SPIN_CYCLES = 200_000
 LAUNCH_GAP_NS = 1000.0  # a gap above 1 µs means the start event must be preceded by GPU work
 
 
@@ -69,7 +70,9 @@ def run_self_checks(flush: Any, l2_bytes: int) -> dict[str, Any]:
         src = torch.randn(n, device=flush.device).to(torch.bfloat16)
         dst = torch.empty_like(src)
         double = torch.empty(2 * flush.numel(), dtype=torch.uint8, device=flush.device)
-        spin = lambda: torch.cuda._sleep(20_000)  # noqa: E731 - GPU work ahead of the start event
+        # GPU work ahead of the start event: ~100 µs, longer than the host takes to queue the start
+        # event and the kernel behind it (a 10 µs spin ran dry first on an H200: 9 µs "kernels").
+        spin = lambda: torch.cuda._sleep(SPIN_CYCLES)  # noqa: E731
         copy = lambda: dst.copy_(src)  # noqa: E731
         warm = _median_event_ns(copy, lambda: (copy(), spin()))
         out["flush"] = judge_flush(warm, _median_event_ns(copy, flush.zero_), _median_event_ns(copy, double.zero_))
