@@ -15,7 +15,7 @@ if ls .whl/*.whl > /dev/null 2>&1; then
 fi
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
-steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep"}
+steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep gdn-tune mla-tune paged-torch"}
 step() {  # name, then the command; a failing step is logged and the next one runs
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$out/log.txt"
@@ -27,11 +27,13 @@ wanted() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/log.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$out/log.txt"
 if wanted tests; then
-  step gpu-tests python3 -m pytest -q tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py \
-    tests/test_mla_decode.py tests/test_collectors.py
+  step gpu-tests python3 -m pytest -q ${TESTS:-tests/test_gpu.py tests/test_gdn_decode.py tests/test_paged_decode.py \
+    tests/test_mla_decode.py tests/test_collectors.py}
 fi
+# GDN_CASE / MLA_CASE: only the pr cases whose name contains it (a run folder per filter).
 if wanted gdn; then
-  step gdn python3 -m kprof run gdn_decode --preset pr --out "$out/runs/gdn_pr" --format md
+  step gdn python3 -m kprof run gdn_decode --preset pr ${GDN_CASE:+--case "$GDN_CASE"} \
+    --out "$out/runs/gdn_pr${GDN_CASE:+_$GDN_CASE}" --format md
 fi
 if wanted paged; then
   step paged python3 -m kprof run paged_decode --preset pr --out "$out/runs/paged_pr" --format md
@@ -46,11 +48,34 @@ if wanted cal; then
   done
 fi
 if wanted mla; then
-  step mla python3 -m kprof run mla_decode --preset pr --collector torch --out "$out/runs/mla_pr" --format md
+  step mla python3 -m kprof run mla_decode --preset pr ${MLA_CASE:+--case "$MLA_CASE"} --collector "${MLA_COLLECTOR:-torch}" \
+    --out "$out/runs/mla_pr${MLA_CASE:+_$MLA_CASE}" --format md
 fi
 if wanted mla-sweep; then
   step mla-sweep python3 -m kprof run mla_decode --preset sweep --design endpoints \
     --sweep num_splits=2,4,8,16,32,64,128,256 --out "$out/runs/mla_sweep" --format md
+fi
+# Tuning knobs at the shapes below the 80%-of-copy target: one sweep per knob, the target leg
+# (every lever on) at each forced value, against the same run's baseline and A/A.
+# GDN_TUNE_TARGET: the target leg's levers (default: all of them).
+if wanted gdn-tune; then
+  for knob in ${GDN_TUNE:-block_v=8,16,32,64 recurrent_warps=1,2,4,8}; do
+    step "gdn-tune-${knob%%=*}" python3 -m kprof run gdn_decode --case recurrent-b32 --design endpoints \
+      ${GDN_TUNE_TARGET:+--target "$GDN_TUNE_TARGET"} --no-torch-leg --sweep "$knob" \
+      --out "$out/runs/gdn_tune_${knob%%=*}${GDN_TUNE_TARGET:+_$GDN_TUNE_TARGET}" --format md
+  done
+fi
+if wanted paged-torch; then
+  step paged-torch python3 -m kprof run paged_decode --preset pr --design endpoints \
+    --out "$out/runs/paged_endpoints" --format md
+fi
+if wanted mla-tune; then
+  for c in h12-c24 h12-c48; do
+    for knob in block_n=16,32,64 stage1_warps=2,4,8; do
+      step "mla-tune-$c-${knob%%=*}" python3 -m kprof run mla_decode --case "$c" --design endpoints \
+        --no-torch-leg --sweep "$knob" --out "$out/runs/mla_tune_${c}_${knob%%=*}" --format md
+    done
+  done
 fi
 if wanted sweep; then
   step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \
