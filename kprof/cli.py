@@ -257,6 +257,13 @@ def run(
     design: Annotated[str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all.")] = "all",
     target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
     sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
+    sweep_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--sweep-baseline",
+            help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
+        ),
+    ] = False,
     rounds: Annotated[int, typer.Option(help="Timed rounds (plus one burn-in round).")] = 16,
     samples: Annotated[
         int | None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
@@ -344,6 +351,7 @@ def run(
             sys.argv[1:],
             collector,
             torch_leg,
+            sweep_baseline,
         )
         _execute_and_report(_start(out, resume, request), fmt)
     except KprofInputError as e:
@@ -411,7 +419,17 @@ def attribute_command(
     preset: Annotated[str | None, typer.Option(help="Preset when running a workload.")] = None,
     case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
     design: Annotated[str, typer.Option(help="Legs to run: all, add-one, leave-one-out, factorial.")] = "all",
+    target_features: Annotated[
+        list[str] | None, typer.Option("--target", help="Features of the target leg when running (default: all).")
+    ] = None,
     sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
+    sweep_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--sweep-baseline",
+            help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
+        ),
+    ] = False,
     rounds: Annotated[int, typer.Option(help="Timed rounds when running.")] = 16,
     device: Annotated[str | None, typer.Option(help="cuda or cpu when running.")] = None,
     threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent.")] = None,
@@ -432,22 +450,16 @@ def attribute_command(
 
             request = RunRequest(
                 target,
-                preset,
-                case,
-                design,
-                None,
-                sweep,
-                rounds,
-                None,
-                4,
-                "shared",
-                0,
-                device,
-                None,
-                threshold if threshold is not None else 0.5,
-                [],
-                1,
-                sys.argv[1:],
+                preset=preset,
+                case_filter=case,
+                design=design,
+                target=target_features,
+                sweep=sweep,
+                rounds=rounds,
+                device=device,
+                threshold_pct=threshold if threshold is not None else 0.5,
+                argv=sys.argv[1:],
+                sweep_baseline=sweep_baseline,
             )
             store = _start(out, False, request)
             _execute_and_report(

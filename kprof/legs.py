@@ -55,12 +55,15 @@ def design_legs(
     sweep: tuple[str, Sequence[Any]] | None = None,
     aa_copies: int = 1,
     torch_leg: bool = False,
+    sweep_baseline: bool = False,
 ) -> list[Leg]:
     """The legs of a design over ``features`` (in declared order).
 
     endpoints: baseline and target; add-one: baseline + f; leave-one-out: target − f; factorial:
     every subset (≤ 6 features); all: add-one, leave-one-out and, when small enough, factorial.
-    A sweep adds the target at each forced value; ``torch_leg`` adds the plain-PyTorch implementation.
+    A sweep adds the target at each forced value, and with ``sweep_baseline`` the baseline too (the
+    target's effect at every value: a mechanism sweep); ``torch_leg`` adds the plain-PyTorch
+    implementation.
     The A/A leg (``aa_copies`` of them) is always added.
     """
     if design not in DESIGNS:
@@ -92,6 +95,8 @@ def design_legs(
         name, values = sweep
         for v in values:
             add(full, "sweep", ((name, v),))
+            if sweep_baseline:
+                add((), "sweep_baseline", ((name, v),))
     legs = [Leg(leg_name(fs, features, params), fs, params, frozenset(roles)) for (fs, params), roles in wanted.items()]
     if torch_leg:
         legs.append(Leg("plain PyTorch", frozenset(), ((IMPL, "torch"),), frozenset({"torch"})))

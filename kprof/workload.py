@@ -51,11 +51,13 @@ class Case:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A parameter that ``--sweep`` may force (dose-response), with the values it accepts."""
+    """A parameter that ``--sweep`` may force (dose-response), with the values it accepts and what a
+    value means for a case (``columns``: e.g. tokens per split and loop trips, printed beside it)."""
 
     name: str
     doc: str = ""
     valid: Callable[[Case, Any], bool] = lambda case, value: True
+    columns: Callable[[Case, Any], dict[str, Any]] = lambda case, value: {}
 
 
 class Workload(ABC):

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from kprof.analysis.attribution import attribute_run
+from kprof.analysis.attribution import attribute_run, sweep_table
 from kprof.analysis.run_effects import leg_effects
 from kprof.cli import app
 from kprof.legs import design_legs
@@ -111,7 +111,7 @@ def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
     for row in out["levers"]:
         assert {"case", "lever", "design", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict"} <= set(row)
     md = runner.invoke(app, ["attribute", str(run), "--format", "md"], catch_exceptions=False).stdout
-    assert "| case | conv_warps | reuse_state | stream_state |" in md
+    assert "| case | conv_warps | early_state | reuse_state | stream_state |" in md
     html = runner.invoke(app, ["attribute", str(run), "--format", "html"], catch_exceptions=False).stdout
     assert html.startswith("<!doctype html>") and html.count("data:image/png;base64,") >= 8
 
@@ -125,3 +125,84 @@ def test_sweep_table_on_the_stored_split_sweep() -> None:
     assert sweep["trend_p"].iloc[0] < 0.01
     best = sweep.loc[sweep["time_us"].idxmin(), "value"]
     assert best == 8
+
+
+def test_mechanism_sweep_measures_the_lever_at_every_dose() -> None:
+    """Lever a's effect shrinks with the dose (ln t: −0.20, −0.10, 0.0 at doses 1, 2, 4) while the
+    target at each dose is slower than the unforced target by 5% per doubling; the table recovers both,
+    the trend of the lever's effect, and the workload's columns."""
+    rng = np.random.default_rng(3)
+    legs = design_legs(("a",), "endpoints", sweep=("n", [1, 2, 4]), sweep_baseline=True)
+    lever = {1: -0.20, 2: -0.10, 4: 0.0}
+    rows = []
+    for r in range(17):
+        drift = rng.normal(0, 0.01)
+        for leg in legs:
+            dose = dict(leg.params).get("n")
+            log_t = math.log(50e3) + drift + (0.05 * math.log2(dose) if dose else 0.0)
+            log_t += (lever[dose] if dose else -0.10) if "a" in leg.features else 0.0
+            rows.append(
+                dict(
+                    case="c",
+                    leg=leg.name,
+                    round=r,
+                    sample=0,
+                    time_ns=math.exp(log_t + rng.normal(0, 0.002)),
+                    burn_in=r == 0,
+                )
+            )
+    meta_legs = [
+        {
+            "name": x.name,
+            "features": sorted(x.features),
+            "params": [list(p) for p in x.params],
+            "roles": sorted(x.roles),
+            "replica": x.replica,
+        }
+        for x in legs
+    ]
+    columns = {"c": {"1": {"trips": 8}, "2": {"trips": 4}, "4": {"trips": 2}}}
+    table = sweep_table(pd.DataFrame(rows), meta_legs, {}, columns)
+    assert table["value"].tolist() == [1, 2, 4] and table["trips"].tolist() == [8, 4, 2]
+    expected_lever = [100 * (math.exp(-e) - 1) for e in lever.values()]  # +22.1%, +10.5%, 0%
+    assert np.allclose(table["lever_effect_pct"], expected_lever, atol=0.3)
+    assert table["lever_verdict"].tolist() == ["FASTER", "FASTER", "SAME"]
+    for _, r in table.iterrows():
+        assert r["lever_ci_low_pct"] <= r["lever_effect_pct"] <= r["lever_ci_high_pct"]
+    # the target at dose 1 is the unforced target with the lever 10 points stronger
+    assert np.allclose(
+        table["effect_pct"],
+        [100 * (math.exp(-(e + 0.10) - 0.05 * math.log2(d)) - 1) for d, e in lever.items()],
+        atol=0.3,
+    )
+    assert table["lever_trend_p"].iloc[0] < 1e-3
+
+
+def test_attribute_md_prints_the_mechanism_table(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "attribute",
+            "paged_decode",
+            "--device",
+            "cpu",
+            "--case",
+            "b2",
+            "--rounds",
+            "6",
+            "--design",
+            "endpoints",
+            "--target",
+            "skip_masked_tiles",
+            "--sweep",
+            "num_splits=1,2,3",
+            "--sweep-baseline",
+            "--out",
+            str(tmp_path / "mech"),
+            "--format",
+            "md",
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    assert "| num_splits | µs | vs unforced target [95% CI] | target vs baseline at this value [95% CI] |" in res.stdout

@@ -33,6 +33,20 @@ def test_endpoints_and_sweep() -> None:
     assert names == ["baseline", "all", "all num_splits=1", "all num_splits=2", "all num_splits=4", "baseline (A/A)"]
 
 
+def test_mechanism_sweep_forces_the_baseline_too() -> None:
+    legs = design_legs(F, "endpoints", target={"a"}, sweep=("num_splits", [2, 4]), sweep_baseline=True)
+    assert [leg.name for leg in legs] == [
+        "baseline",
+        "a",
+        "a num_splits=2",
+        "baseline num_splits=2",
+        "a num_splits=4",
+        "baseline num_splits=4",
+        "baseline (A/A)",
+    ]
+    assert legs[3].roles == {"sweep_baseline"} and legs[3].features == frozenset()
+
+
 def test_design_errors() -> None:
     with pytest.raises(KprofInputError, match="--design"):
         design_legs(F, "everything")

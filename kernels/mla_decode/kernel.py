@@ -149,6 +149,11 @@ def stage2_tiling(batch: int, heads: int, num_sms: int, tiled: bool) -> tuple[in
     return d_split, (8 if d_split == 1 else 4)
 
 
+def tokens_per_split(max_seq_len: int, num_splits: int, block_n: int) -> int:
+    """Each split walks a whole number of BLOCK_N tiles; the last split takes what is left."""
+    return triton.cdiv(triton.cdiv(max_seq_len, num_splits), block_n) * block_n
+
+
 WAVE_FILL = 0.95
 
 
@@ -192,7 +197,7 @@ def mla_decode(
     out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits).
     Returns the compiled stage-1 kernel (None under the interpreter), for its occupancy."""
     batch, heads, _ = q.shape
-    tokens_per_split = triton.cdiv(triton.cdiv(max_seq_len, num_splits), block_n) * block_n
+    tokens = tokens_per_split(max_seq_len, num_splits, block_n)
     head_blocks = triton.cdiv(heads, block_h)
     grid = (num_splits, batch, head_blocks) if split_major_grid else (batch, num_splits, head_blocks)
     stage1 = mla_decode_stage1[grid](
@@ -212,7 +217,7 @@ def mla_decode(
         lse_part.stride(0),
         lse_part.stride(1),
         sm_scale,
-        tokens_per_split,
+        tokens,
         heads,
         batch,
         BLOCK_H=block_h,

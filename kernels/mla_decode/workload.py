@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import triton
 
-from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode, wave_fit_splits
+from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode, tokens_per_split, wave_fit_splits
 from kernels.mla_decode.plain_torch import mla_decode_torch
 from kernels.mla_decode.reference import mla_decode_reference
 from kprof.compile_info import programs_per_sm
@@ -30,6 +30,17 @@ def _case(name: str, batch: int, heads: int, context: int = CONTEXT, prefix: int
 def default_splits(batch: int, heads: int, context: int) -> int:
     """Upstream's policy: about 256 programs per call (256 // (B · head blocks)), bounded by the tiles."""
     return int(max(1, min(256 // (batch * triton.cdiv(heads, BLOCK_H)), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
+
+
+def split_walk(batch: int, heads: int, context: int, splits: int, block_n: int = BLOCK_N) -> dict[str, int]:
+    """What a split count means for stage 1: tokens per split, loop trips per program (the variable
+    the pipelining lever acts on, as the MLA PR's mechanism table has it) and programs launched."""
+    tokens = tokens_per_split(context, splits, block_n)
+    return {
+        "tokens/split": tokens,
+        "trips": tokens // block_n,
+        "programs": batch * splits * triton.cdiv(heads, BLOCK_H),
+    }
 
 
 @dataclass
@@ -84,7 +95,12 @@ class MlaDecode(Workload):
         "sweep": (_case("h12-c8", 8, 12), _case("h12-c48", 48, 12)),
     }
     sweeps = (
-        Sweep("num_splits", "KV splits per request (2 … 256)", lambda case, v: 1 <= int(v) <= MAX_SPLITS),
+        Sweep(
+            "num_splits",
+            "KV splits per request (2 … 256)",
+            lambda case, v: 1 <= int(v) <= MAX_SPLITS,
+            lambda case, v: split_walk(case.params["batch"], case.params["heads"], case.params["context"], int(v)),
+        ),
         Sweep("block_n", "stage 1: tokens per tile", lambda case, v: int(v) in (16, 32, 64)),
         Sweep("stage1_warps", "stage 1: warps per program", lambda case, v: int(v) in (2, 4, 8)),
     )

@@ -107,32 +107,65 @@ def attribute_run(
     return table
 
 
-def sweep_table(samples: pd.DataFrame, legs: list[dict[str, Any]], summaries: dict[str, CaseSummary]) -> pd.DataFrame:
-    """Dose-response: every forced value against the unforced target, and Page's trend test per case."""
+def _judged(series: pd.Series, threshold: float, biased: bool) -> dict[str, Any]:
+    row = S.with_verdict(S.estimate(series.to_numpy()), threshold).row()
+    return dict(row, verdict="BIASED") if biased else row
+
+
+def _trend(per_dose: list[pd.Series]) -> float:
+    """Page's test over the doses in order (rounds as blocks); NaN with fewer than three doses."""
+    if len(per_dose) < 3:
+        return float("nan")
+    return S.trend_test(np.stack([s.to_numpy() for s in per_dose], axis=1))
+
+
+def sweep_table(
+    samples: pd.DataFrame,
+    legs: list[dict[str, Any]],
+    summaries: dict[str, CaseSummary],
+    columns: dict[str, dict[str, dict[str, Any]]] | None = None,
+) -> pd.DataFrame:
+    """Dose-response per case: each forced value's target against the unforced target, with Page's
+    trend test over the values. When the baseline was forced too (``--sweep-baseline``), the
+    target's effect at each value (``lever_*`` columns, with its own trend test): the table a
+    mechanism claim needs. ``columns``: what each value means per case (e.g. loop trips)."""
     sweep_legs = [d for d in legs if "sweep" in d["roles"]]
     if not sweep_legs:
         return pd.DataFrame()
     name = sweep_legs[0]["params"][0][0]
     target = next(d["name"] for d in legs if "target" in d["roles"])
+    baseline_at = {d["params"][0][1]: d["name"] for d in legs if "sweep_baseline" in d["roles"]}
     rounds = round_statistics(samples)
     rows = []
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case).dropna(how="any")
-        doses = [(d["params"][0][1], d["name"]) for d in sweep_legs if d["name"] in logs]
-        doses.sort(key=lambda x: x[0])
-        trend_p = S.trend_test(np.stack([logs[n].to_numpy() for _, n in doses], axis=1)) if len(doses) >= 3 else 1.0
+        doses = sorted(((d["params"][0][1], d["name"]) for d in sweep_legs if d["name"] in logs), key=lambda x: x[0])
+        paired = [(v, n) for v, n in doses if baseline_at.get(v) in logs]
         summary = summaries.get(case)
         threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
+        biased = bool(summary and summary.biased)
+        trend_p = _trend([logs[n] for _, n in doses])
+        lever_trend_p = _trend([logs[n] - logs[baseline_at[v]] for v, n in paired])
         for value, leg in doses:
-            eff = S.with_verdict(S.estimate((logs[leg] - logs[target]).to_numpy()), threshold)
-            rows.append(
-                dict(
-                    case=case,
-                    param=name,
-                    value=value,
-                    time_us=float(np.exp(logs[leg]).median() / 1e3),
-                    **eff.row(),
-                    trend_p=trend_p,
-                )
+            row = dict(
+                case=case,
+                param=name,
+                value=value,
+                **(columns or {}).get(case, {}).get(str(value), {}),
+                time_us=float(np.exp(logs[leg]).median() / 1e3),
+                rounds=len(logs),
+                **_judged(logs[leg] - logs[target], threshold, biased),
+                trend_p=trend_p,
             )
-    return pd.DataFrame(rows)
+            if baseline_at.get(value) in logs:
+                lever = _judged(logs[leg] - logs[baseline_at[value]], threshold, biased)
+                row.update({f"lever_{k}": v for k, v in lever.items()}, lever_trend_p=lever_trend_p)
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    tested = table["verdict"] != "BIASED"
+    control_false_discoveries(table, tested)
+    if "lever_p" in table:
+        levers = pd.DataFrame({"p": table["lever_p"], "verdict": table["lever_verdict"]})
+        control_false_discoveries(levers, tested & table["lever_p"].notna())
+        table["lever_verdict"] = levers["verdict"].where(table["lever_p"].notna(), table["lever_verdict"])
+    return table

@@ -32,4 +32,5 @@ def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
         case: lever_values(per_round_logs(rounds, case).dropna(how="any"), legs, levers)
         for case in pd.unique(rounds["case"])
     }
-    return Attribution(run, table, sweep_table(samples, legs, run.summaries), per_round)
+    sweep = sweep_table(samples, legs, run.summaries, run.meta.get("sweep_columns"))
+    return Attribution(run, table, sweep, per_round)

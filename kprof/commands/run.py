@@ -18,7 +18,7 @@ from kprof import __version__
 from kprof.errors import KprofInputError
 from kprof.legs import calibration_legs, design_legs
 from kprof.run_store import RunStore
-from kprof.workload import Workload, load_workload
+from kprof.workload import Case, Workload, load_workload
 
 MAX_RESTARTS = 4
 
@@ -98,6 +98,16 @@ def parse_sweep(text: str | None, workload: Workload) -> tuple[str, list[Any]] |
     return sweep.name, parsed
 
 
+def _sweep_columns(
+    workload: Workload, sweep: tuple[str, list[Any]] | None, cases: list[Case]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """What each forced value means per case (the workload's Sweep.columns), keyed by str(value)."""
+    if sweep is None:
+        return {}
+    spec = workload.sweep(sweep[0])
+    return {c.name: {str(v): spec.columns(c, v) for v in sweep[1]} for c in cases}
+
+
 @dataclass
 class RunRequest:
     """Everything `kprof run` / `kprof calibrate` was asked for."""
@@ -121,6 +131,7 @@ class RunRequest:
     argv: list[str] = field(default_factory=list)
     collector: str = "events"
     torch_leg: bool = True
+    sweep_baseline: bool = False
 
 
 def create_run(out: Path, req: RunRequest) -> RunStore:
@@ -143,6 +154,8 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
     if req.buffers not in ("shared", "per-leg"):
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     sweep_spec = parse_sweep(req.sweep, workload)
+    if req.sweep_baseline and sweep_spec is None:
+        raise KprofInputError("--sweep-baseline", "needs --sweep PARAM=v1,v2,…")
     if sweep_spec is not None:
         for case in cases:
             bad = [v for v in sweep_spec[1] if not workload.sweep(sweep_spec[0]).valid(case, v)]
@@ -163,6 +176,7 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
             sweep_spec,
             req.aa_copies,
             torch_leg=req.torch_leg and has_torch,
+            sweep_baseline=req.sweep_baseline,
         )
         design = req.design
     meta = {
@@ -175,6 +189,7 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
         "features": [asdict(f) for f in workload.features],
         "design": design,
         "sweep": list(sweep_spec) if sweep_spec else None,
+        "sweep_columns": _sweep_columns(workload, sweep_spec, cases),
         "legs": [
             {
                 "name": leg.name,

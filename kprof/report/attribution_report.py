@@ -44,6 +44,35 @@ def _grids(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
+SWEEP_RESULT_COLUMNS = {"case", "param", "value", "time_us", "trend_p", "bh_significant", "rounds"}
+SWEEP_RESULT_COLUMNS |= {"effect_pct", "ci_low_pct", "ci_high_pct", "p", "verdict"}
+
+
+def sweep_title(rows: pd.DataFrame) -> str:
+    title = f"sweep {rows['param'].iloc[0]}, {rows['case'].iloc[0]} (Page trend p = {rows['trend_p'].iloc[0]:.2g}"
+    if "lever_trend_p" in rows and rows["lever_trend_p"].notna().any():
+        title += f"; target vs baseline at each value: Page trend p = {rows['lever_trend_p'].iloc[0]:.2g}"
+    return title + ")"
+
+
+def sweep_cells(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """One case's sweep table: the value, what it means (the workload's columns), time, effect vs
+    the unforced target and, when the baseline was forced too, the target's effect at that value."""
+    extra = [c for c in rows.columns if c not in SWEEP_RESULT_COLUMNS and not c.startswith("lever_")]
+    extra = [c for c in extra if rows[c].notna().any()]
+    paired = "lever_verdict" in rows and rows["lever_verdict"].notna().any()
+    headers = [str(rows["param"].iloc[0]), *extra, "µs", "vs unforced target [95% CI]"]
+    headers += ["target vs baseline at this value [95% CI]"] if paired else []
+    body = []
+    for _, r in rows.iterrows():
+        line = [str(r["value"]), *(str(r[c]) for c in extra), f"{r['time_us']:,.2f}", cell(r)]
+        if paired:
+            lever = pd.Series({k[len("lever_") :]: v for k, v in r.items() if k.startswith("lever_")})
+            line.append(cell(lever.reindex(lever.index.union(["rounds"]))) if pd.notna(lever["verdict"]) else "")
+        body.append(line)
+    return headers, body
+
+
 def _aa_line(s: CaseSummary) -> str:
     if s.aa is None:
         return f"{s.case}: no A/A leg"
@@ -81,21 +110,13 @@ def render_terminal(
 
 
 def _sweep_terminal(sweep: pd.DataFrame, console: Console) -> None:
-    for case, rows in sweep.groupby("case", sort=False):
-        t = Table(
-            title=f"sweep {rows['param'].iloc[0]} · {case} · Page trend p = {rows['trend_p'].iloc[0]:.2g} "
-            "(effect vs the unforced target)",
-            title_justify="left",
-        )
-        for c in ("value", "µs", "effect [95% CI]", "verdict"):
-            t.add_column(c, justify="right")
-        for _, r in rows.iterrows():
-            t.add_row(
-                str(r["value"]),
-                f"{r['time_us']:.2f}",
-                f"{r['effect_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]",
-                r["verdict"],
-            )
+    for _, rows in sweep.groupby("case", sort=False):
+        headers, body = sweep_cells(rows)
+        t = Table(title=sweep_title(rows), title_justify="left")
+        for h in headers:
+            t.add_column(h, justify="right")
+        for line in body:
+            t.add_row(*line)
         console.print(t)
 
 
@@ -118,18 +139,10 @@ def render_markdown(
         lines += [f"| {case} | " + " | ".join(row) + " |" for case, row in grid.iterrows()]
         lines.append("")
     if len(sweep):
-        for case, rows in sweep.groupby("case", sort=False):
-            lines += [
-                f"**sweep {rows['param'].iloc[0]}, {case}** (Page trend p = {rows['trend_p'].iloc[0]:.2g})",
-                "",
-                "| value | µs | effect vs unforced target [95% CI] | verdict |",
-                "|---|---|---|---|",
-            ]
-            lines += [
-                f"| {r['value']} | {r['time_us']:.2f} | {r['effect_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, "
-                f"{r['ci_high_pct']:+.2f}] | {r['verdict']} |"
-                for _, r in rows.iterrows()
-            ]
+        for _, rows in sweep.groupby("case", sort=False):
+            headers, body = sweep_cells(rows)
+            lines += [f"**{sweep_title(rows)}**", "", "| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
+            lines += ["| " + " | ".join(line) + " |" for line in body]
             lines.append("")
     lines += [_aa_line(s) for s in summaries.values()]
     return "\n".join(lines) + "\n"
@@ -213,12 +226,27 @@ def render_html(
         plt.close(fig)
     if len(sweep):
         for case, rows in sweep.groupby("case", sort=False):
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            ax.errorbar(rows["value"], rows["time_us"], fmt="o-")
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel(rows["param"].iloc[0])
-            ax.set_ylabel("µs (median of rounds)")
-            ax.set_title(f"{case}: dose-response (Page trend p = {rows['trend_p'].iloc[0]:.2g})")
+            headers, body = sweep_cells(rows)
+            parts.append(f"<h2>{html.escape(sweep_title(rows))}</h2>")
+            parts.append(pd.DataFrame(body, columns=headers).to_html(index=False, escape=True))
+            paired = "lever_effect_pct" in rows and rows["lever_effect_pct"].notna().any()
+            fig, axes = plt.subplots(1, 2 if paired else 1, figsize=(11 if paired else 6, 3.5), squeeze=False)
+            axes[0][0].plot(rows["value"], rows["time_us"], "o-")
+            axes[0][0].set_ylabel("µs (median of rounds)")
+            axes[0][0].set_title(f"{case}: target at each value")
+            if paired:
+                lever = rows[rows["lever_effect_pct"].notna()]
+                err = [
+                    lever["lever_effect_pct"] - lever["lever_ci_low_pct"],
+                    lever["lever_ci_high_pct"] - lever["lever_effect_pct"],
+                ]
+                axes[0][1].errorbar(lever["value"], lever["lever_effect_pct"], yerr=err, fmt="o-", capsize=3)
+                axes[0][1].axhline(0, color="grey", lw=0.8)
+                axes[0][1].set_ylabel("target vs baseline, % (positive = faster)")
+                axes[0][1].set_title(f"{case}: effect at each value, 95% intervals")
+            for ax in axes[0]:
+                ax.set_xscale("log", base=2)
+                ax.set_xlabel(rows["param"].iloc[0])
             parts.append(f'<img alt="sweep {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">')
             plt.close(fig)
     parts += [f"<p>{html.escape(_aa_line(s))}</p>" for s in summaries.values()]
