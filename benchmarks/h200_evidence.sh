@@ -15,7 +15,7 @@ if ls .whl/*.whl > /dev/null 2>&1; then
 fi
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
-steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep gdn-tune mla-tune paged-torch"}
+steps=${STEPS:-"tests gdn paged mla cal sweep mla-sweep mla-mechanism gdn-tune mla-tune paged-torch"}
 step() {  # name, then the command; a failing step is logged and the next one runs
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$out/log.txt"
@@ -54,6 +54,12 @@ fi
 if wanted mla-sweep; then
   step mla-sweep python3 -m kprof run mla_decode --preset sweep --design endpoints \
     --sweep num_splits=2,4,8,16,32,64,128,256 --out "$out/runs/mla_sweep" --format md
+fi
+# The MLA PR's mechanism table: pipelined_loads alone, at every forced split count, against the
+# baseline forced to the same count.
+if wanted mla-mechanism; then
+  step mla-mechanism python3 -m kprof run mla_decode --preset sweep --design endpoints --target pipelined_loads \
+    --sweep num_splits=2,4,8,16,32,64,128,256 --sweep-baseline --no-torch-leg --out "$out/runs/mla_mechanism" --format md
 fi
 # Tuning knobs at the shapes below the 80%-of-copy target: one sweep per knob, the target leg
 # (every lever on) at each forced value, against the same run's baseline and A/A.
