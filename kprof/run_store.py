@@ -13,7 +13,8 @@ Layout (columns and units documented here, the one place):
 * ``checks/`` — correctness results: ``case``, ``leg``, ``round`` (−1 before timing),
   ``buffer_set``, ``rule``, ``passed``, ``vs_baseline``, ``vs_reference``, ``detail``.
 * ``compile/`` — Triton metadata per leg and kernel: ``case``, ``leg``, ``kernel``, ``num_warps``,
-  ``num_stages``, ``shared_bytes``, ``registers``, ``spills``.
+  ``num_stages``, ``shared_bytes``, ``registers``, ``spills``, ``programs_per_sm`` (CUDA occupancy
+  rules; empty on ROCm and under the interpreter).
 * ``kernels/`` — with ``--collector torch``: device time per kernel, from the profiled replay of
   every timed round: ``case``, ``leg``, ``round``, ``kernel`` (short name), ``calls``, ``total_us``.
 * ``traces/`` — the profiler traces those came from (Kineto JSON, readable by ``kprof trace``).
