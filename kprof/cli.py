@@ -15,6 +15,15 @@ from rich.console import Console
 from kprof import __version__
 from kprof.errors import KprofInputError
 
+SweepOption = Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")]
+SweepBaselineOption = Annotated[
+    bool,
+    typer.Option(
+        "--sweep-baseline",
+        help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
+    ),
+]
+
 app = typer.Typer(
     name="kprof",
     help="GPU kernel profiling with honest statistics.",
@@ -256,14 +265,8 @@ def run(
     case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
     design: Annotated[str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all.")] = "all",
     target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
-    sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
-    sweep_baseline: Annotated[
-        bool,
-        typer.Option(
-            "--sweep-baseline",
-            help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
-        ),
-    ] = False,
+    sweep: SweepOption = None,
+    sweep_baseline: SweepBaselineOption = False,
     rounds: Annotated[int, typer.Option(help="Timed rounds (plus one burn-in round).")] = 16,
     samples: Annotated[
         int | None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
@@ -422,14 +425,8 @@ def attribute_command(
     target_features: Annotated[
         list[str] | None, typer.Option("--target", help="Features of the target leg when running (default: all).")
     ] = None,
-    sweep: Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")] = None,
-    sweep_baseline: Annotated[
-        bool,
-        typer.Option(
-            "--sweep-baseline",
-            help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
-        ),
-    ] = False,
+    sweep: SweepOption = None,
+    sweep_baseline: SweepBaselineOption = False,
     rounds: Annotated[int, typer.Option(help="Timed rounds when running.")] = 16,
     device: Annotated[str | None, typer.Option(help="cuda or cpu when running.")] = None,
     threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent.")] = None,

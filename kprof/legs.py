@@ -33,6 +33,16 @@ class Leg:
     def key(self) -> tuple[frozenset[str], tuple[tuple[str, Any], ...], int]:
         return self.features, self.params, self.replica
 
+    def record(self) -> dict[str, Any]:
+        """The leg as meta.json stores it (and as the analysis reads it back)."""
+        return {
+            "name": self.name,
+            "features": sorted(self.features),
+            "params": [list(p) for p in self.params],
+            "roles": sorted(self.roles),
+            "replica": self.replica,
+        }
+
     def mask(self, order: Sequence[str]) -> int:
         return sum(1 << i for i, f in enumerate(order) if f in self.features)
 

@@ -27,16 +27,7 @@ AB = 0.04
 def _samples(rounds: int = 16, noise: float = 0.002, seed: int = 0) -> tuple[pd.DataFrame, list[dict]]:
     rng = np.random.default_rng(seed)
     legs = design_legs(LEVERS, "all")
-    meta_legs = [
-        {
-            "name": leg.name,
-            "features": sorted(leg.features),
-            "params": [list(p) for p in leg.params],
-            "roles": sorted(leg.roles),
-            "replica": leg.replica,
-        }
-        for leg in legs
-    ]
+    meta_legs = [leg.record() for leg in legs]
     rows = []
     for r in range(rounds + 1):
         drift = rng.normal(0, 0.01)  # shared by every leg of a round: pairing removes it
@@ -151,16 +142,7 @@ def test_mechanism_sweep_measures_the_lever_at_every_dose() -> None:
                     burn_in=r == 0,
                 )
             )
-    meta_legs = [
-        {
-            "name": x.name,
-            "features": sorted(x.features),
-            "params": [list(p) for p in x.params],
-            "roles": sorted(x.roles),
-            "replica": x.replica,
-        }
-        for x in legs
-    ]
+    meta_legs = [x.record() for x in legs]
     columns = {"c": {"1": {"trips": 8}, "2": {"trips": 4}, "4": {"trips": 2}}}
     table = sweep_table(pd.DataFrame(rows), meta_legs, {}, columns)
     assert table["value"].tolist() == [1, 2, 4] and table["trips"].tolist() == [8, 4, 2]

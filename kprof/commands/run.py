@@ -190,16 +190,7 @@ def create_run(out: Path, req: RunRequest) -> RunStore:
         "design": design,
         "sweep": list(sweep_spec) if sweep_spec else None,
         "sweep_columns": _sweep_columns(workload, sweep_spec, cases),
-        "legs": [
-            {
-                "name": leg.name,
-                "features": sorted(leg.features),
-                "params": [list(p) for p in leg.params],
-                "roles": sorted(leg.roles),
-                "replica": leg.replica,
-            }
-            for leg in legs
-        ],
+        "legs": [leg.record() for leg in legs],
         "rounds": req.rounds,
         "samples": req.samples,
         "buffer_sets": req.buffer_sets,
