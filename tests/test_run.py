@@ -109,6 +109,7 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
         (["run", "paged_decode", "--device", "cpu", "--design", "x"], "--design"),
         (["run", "paged_decode", "--device", "cpu", "--sweep", "num_splits=1"], "--sweep"),
         (["run", "paged_decode", "--device", "cpu", "--sweep", "warps=1,2"], "cannot force"),
+        (["run", "paged_decode", "--device", "cpu", "--sweep-baseline"], "--sweep-baseline"),
         (["run", "paged_decode", "--device", "cpu", "--case", "zzz"], "--case"),
         (["report", str(tmp_path)], "not a kprof run folder"),
         (["run", "paged_decode", "--device", "tpu"], "--device"),
