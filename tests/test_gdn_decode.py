@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import DEVICE
-from kernels.gdn_decode.workload import WORKLOAD
+from kernels.gdn_decode.workload import WORKLOAD, _case
 from kprof.correctness import poison, relative_error
 
 LEVERS = WORKLOAD.feature_names
@@ -62,7 +62,7 @@ def test_each_lever_is_bit_exact_over_three_steps(lever: str) -> None:
             assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), (case.name, name)
 
 
-@pytest.mark.parametrize("params", [{"block_v": 16}, {"block_v": 8}, {"recurrent_warps": 4}])
+@pytest.mark.parametrize("params", [{"block_v": 16}, {"block_v": 8}, {"recurrent_warps": 4}, {"v_rows": 32}])
 def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
     case = CASES[0]
     base = _step(WORKLOAD.setup(case, DEVICE, "float32", 4), frozenset())
@@ -71,3 +71,63 @@ def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
     WORKLOAD.launch(state, frozenset(), params)()
     for name, value in WORKLOAD.outputs(state).items():
         assert relative_error(value, base[name]) < 1e-5, name
+
+
+@pytest.mark.parametrize("chunks", [2, 4])
+def test_chunked_walk_is_bit_identical_to_one_chunk_per_program(chunks: int) -> None:
+    """The same 8-row tiles, walked by one program each or `chunks` at a time with the next one in
+    flight: every output and the whole pool (padding rows and untouched slots included) bit-equal."""
+    from kernels.gdn_decode.kernel import gdn_recurrent_decode
+
+    case = _case("b4-rec-pad", 4, hv=4, h=2, dim=32, pad=True, part="recurrent")  # inputs made at setup
+    results = []
+    for n in (1, chunks):
+        s = WORKLOAD.setup(case, DEVICE, "float32", 5)
+        s.out.fill_(float("nan"))
+        p = case.params
+        gdn_recurrent_decode(
+            s.mixed_qkv,
+            s.a,
+            s.b,
+            s.a_log,
+            s.dt_bias,
+            s.ssm_state,
+            s.indices,
+            s.out,
+            h=p["h"],
+            hv=p["hv"],
+            k=p["k"],
+            v=p["v"],
+            stream_state=False,
+            bv=8,
+            chunks=n,
+        )
+        results.append((s.out.clone(), s.ssm_state.clone()))
+    for a, b in zip(results[0], results[1]):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def test_chunks_that_do_not_tile_v_are_refused() -> None:
+    from kernels.gdn_decode.kernel import gdn_recurrent_decode
+
+    case = _case("b2-rec", 2, hv=4, h=2, dim=32, part="recurrent")
+    s = WORKLOAD.setup(case, DEVICE, "float32", 0)
+    p = case.params
+    with pytest.raises(ValueError, match="do not tile"):
+        gdn_recurrent_decode(
+            s.mixed_qkv,
+            s.a,
+            s.b,
+            s.a_log,
+            s.dt_bias,
+            s.ssm_state,
+            s.indices,
+            s.out,
+            h=p["h"],
+            hv=p["hv"],
+            k=p["k"],
+            v=p["v"],
+            stream_state=False,
+            bv=16,
+            chunks=4,
+        )

@@ -170,3 +170,16 @@ def test_plain_torch_leg_is_captured_in_a_cuda_graph(module: str, case_name: str
     torch.cuda.synchronize()
     for name, ref in w.reference(state).items():
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
+
+
+@pytest.mark.parametrize("v_rows", [32, 64, 128])
+def test_gdn_chunked_recurrent_walk_matches_reference(v_rows: int) -> None:
+    from kprof.correctness import relative_error
+
+    w = _gdn()
+    case = next(c for c in w.cases("pr") if c.name == "recurrent-b32-hv32")
+    state = w.setup(case, "cuda", "bfloat16", 0)
+    w.launch(state, frozenset({"early_state"}), {"v_rows": v_rows})()
+    torch.cuda.synchronize()
+    for name, ref in w.reference(state).items():
+        assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name

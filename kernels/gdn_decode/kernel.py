@@ -130,12 +130,15 @@ def gdn_recurrent_decode_kernel(
     BV: tl.constexpr,
     STREAM_STATE: tl.constexpr,
     EARLY_STATE: tl.constexpr,
+    NC: tl.constexpr,
 ):
+    """One program updates NC chunks of BV value rows of one (request, value head); with NC > 1 the
+    next chunk's state rows are loaded while the current chunk is computed and stored."""
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_n, i_hv = i_nh // HV, i_nh % HV
     i_h = i_hv // (HV // H)
     o_k = tl.arange(0, K)
-    o_v = i_v * BV + tl.arange(0, BV)
+    o_v = i_v * NC * BV + tl.arange(0, BV)
     b_slot = tl.load(indices + i_n).to(tl.int64) + 0 * o_v  # [BV]
     valid = (b_slot >= 0) & (b_slot < num_slots)
     p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * stride_s_h
@@ -155,15 +158,23 @@ def gdn_recurrent_decode_kernel(
     b_beta = tl.sigmoid(tl.load(b + i_n * stride_an + i_hv).to(tl.float32))
     if not EARLY_STATE:
         b_s = _load_state(p_s, m_s, STREAM_STATE)
-    b_s = b_s * tl.exp(b_g)
-    b_vnew = b_beta * (b_v - tl.sum(b_s * b_k[None, :], axis=1))
-    b_s = b_s + b_vnew[:, None] * b_k[None, :]
-    b_o = tl.sum(b_s * b_q[None, :], axis=1)
-    tl.store(out + i_n * stride_on + i_hv * stride_oh + o_v, tl.where(valid, b_o, 0.0).to(out.dtype.element_ty))
-    if STREAM_STATE:
-        tl.store(p_s, b_s, mask=m_s, cache_modifier=".cs")
-    else:
-        tl.store(p_s, b_s, mask=m_s)
+    for c in tl.static_range(NC):
+        if c + 1 < NC:  # the next chunk in flight
+            p_next = p_s + BV * stride_s_v
+            b_next = _load_state(p_next, m_s, STREAM_STATE)
+            b_vnext = tl.load(p_row + 2 * H * K + i_hv * V + o_v + BV).to(tl.float32)
+        b_s = b_s * tl.exp(b_g)
+        b_vnew = b_beta * (b_v - tl.sum(b_s * b_k[None, :], axis=1))
+        b_s = b_s + b_vnew[:, None] * b_k[None, :]
+        b_o = tl.sum(b_s * b_q[None, :], axis=1)
+        p_o = out + i_n * stride_on + i_hv * stride_oh + o_v
+        tl.store(p_o, tl.where(valid, b_o, 0.0).to(out.dtype.element_ty))
+        if STREAM_STATE:
+            tl.store(p_s, b_s, mask=m_s, cache_modifier=".cs")
+        else:
+            tl.store(p_s, b_s, mask=m_s)
+        if c + 1 < NC:
+            b_s, b_v, p_s, o_v = b_next, b_vnext, p_next, o_v + BV
 
 
 def gdn_conv_update(
@@ -240,11 +251,15 @@ def gdn_recurrent_decode(
     stream_state: bool,
     early_state: bool = False,
     bv: int = 32,
+    chunks: int = 1,
     num_warps: int = 1,
 ) -> None:
     """Packed gated-delta-rule decode. mixed_qkv: [B, 2·H·K + HV·V]; a, b: [B, HV]; ssm_state:
-    [slots, HV, V, K] fp32, updated in place; out: [B, HV, V]."""
-    gdn_recurrent_decode_kernel[(triton.cdiv(v, bv), mixed_qkv.shape[0] * hv)](
+    [slots, HV, V, K] fp32, updated in place; out: [B, HV, V]. Each program walks ``chunks``
+    chunks of ``bv`` value rows (upstream: one chunk of 32)."""
+    if v % (bv * chunks):
+        raise ValueError(f"{chunks} chunks of {bv} value rows do not tile V = {v}")
+    gdn_recurrent_decode_kernel[(v // (bv * chunks), mixed_qkv.shape[0] * hv)](
         mixed_qkv,
         a,
         b,
@@ -269,6 +284,7 @@ def gdn_recurrent_decode(
         BV=bv,
         STREAM_STATE=stream_state,
         EARLY_STATE=early_state,
+        NC=chunks,
         num_warps=num_warps,
         num_stages=3,
     )

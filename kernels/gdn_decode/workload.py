@@ -21,6 +21,7 @@ from kprof.workload import Case, Feature, Sweep, Workload
 
 BLOCK = 256
 BV = 32
+CHUNK_ROWS = 16  # rows per chunk when a program walks several (v_rows)
 
 
 def _case(
@@ -93,6 +94,11 @@ class GdnDecode(Workload):
     sweeps = (
         Sweep("block_v", "recurrent: value rows per program", lambda case, v: int(v) in (8, 16, 32, 64, 128)),
         Sweep("recurrent_warps", "recurrent: warps per program", lambda case, v: int(v) in (1, 2, 4, 8)),
+        Sweep(
+            "v_rows",
+            f"recurrent: value rows per program, walked in {CHUNK_ROWS}-row chunks with the next one in flight",
+            lambda case, v: int(v) in (32, 64, 128) and case.params["v"] % int(v) == 0,
+        ),
     )
     presets = {
         "smoke": (
@@ -205,9 +211,16 @@ class GdnDecode(Workload):
             v=p["v"],
             stream_state="stream_state" in features,
             early_state="early_state" in features,
-            bv=int(params.get("block_v", BV)),
+            **self._tiling(params),
             num_warps=int(params.get("recurrent_warps", 1)),
         )
+
+    @staticmethod
+    def _tiling(params: Mapping[str, Any]) -> dict[str, int]:
+        """Rows per chunk and chunks per program of the recurrent kernel."""
+        if "v_rows" in params:
+            return {"bv": CHUNK_ROWS, "chunks": int(params["v_rows"]) // CHUNK_ROWS}
+        return {"bv": int(params.get("block_v", BV)), "chunks": 1}
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
         part = state.case.params["part"]
