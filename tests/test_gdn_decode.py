@@ -73,61 +73,23 @@ def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
         assert relative_error(value, base[name]) < 1e-5, name
 
 
-@pytest.mark.parametrize("chunks", [2, 4])
-def test_chunked_walk_is_bit_identical_to_one_chunk_per_program(chunks: int) -> None:
-    """The same 8-row tiles, walked by one program each or `chunks` at a time with the next one in
+@pytest.mark.parametrize(("dim", "v_rows"), [(32, 32), (64, 64)])
+def test_chunked_walk_is_bit_identical_to_one_chunk_per_program(dim: int, v_rows: int) -> None:
+    """The same 16-row tiles, walked by one program each or v_rows/16 at a time with the next one in
     flight: every output and the whole pool (padding rows and untouched slots included) bit-equal."""
-    from kernels.gdn_decode.kernel import gdn_recurrent_decode
-
-    case = _case("b4-rec-pad", 4, hv=4, h=2, dim=32, pad=True, part="recurrent")  # inputs made at setup
+    case = _case("b4-rec-pad", 4, hv=4, h=2, dim=dim, pad=True, part="recurrent")  # inputs made at setup
     results = []
-    for n in (1, chunks):
-        s = WORKLOAD.setup(case, DEVICE, "float32", 5)
-        s.out.fill_(float("nan"))
-        p = case.params
-        gdn_recurrent_decode(
-            s.mixed_qkv,
-            s.a,
-            s.b,
-            s.a_log,
-            s.dt_bias,
-            s.ssm_state,
-            s.indices,
-            s.out,
-            h=p["h"],
-            hv=p["hv"],
-            k=p["k"],
-            v=p["v"],
-            stream_state=False,
-            bv=8,
-            chunks=n,
-        )
-        results.append((s.out.clone(), s.ssm_state.clone()))
+    for params in ({"block_v": 16}, {"v_rows": v_rows}):
+        state = WORKLOAD.setup(case, DEVICE, "float32", 5)
+        state.out.fill_(float("nan"))
+        WORKLOAD.launch(state, frozenset(), params)()
+        results.append((state.out.clone(), state.ssm_state.clone()))
     for a, b in zip(results[0], results[1]):
         assert torch.equal(a.view(torch.int32), b.view(torch.int32))
 
 
 def test_chunks_that_do_not_tile_v_are_refused() -> None:
-    from kernels.gdn_decode.kernel import gdn_recurrent_decode
-
     case = _case("b2-rec", 2, hv=4, h=2, dim=32, part="recurrent")
-    s = WORKLOAD.setup(case, DEVICE, "float32", 0)
-    p = case.params
+    state = WORKLOAD.setup(case, DEVICE, "float32", 0)
     with pytest.raises(ValueError, match="do not tile"):
-        gdn_recurrent_decode(
-            s.mixed_qkv,
-            s.a,
-            s.b,
-            s.a_log,
-            s.dt_bias,
-            s.ssm_state,
-            s.indices,
-            s.out,
-            h=p["h"],
-            hv=p["hv"],
-            k=p["k"],
-            v=p["v"],
-            stream_state=False,
-            bv=16,
-            chunks=4,
-        )
+        WORKLOAD.launch(state, frozenset(), {"v_rows": 64})()
