@@ -163,7 +163,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
                     fn()
                 _sync(device)
             except Exception as e:  # a sweep value that does not compile (shared memory, registers)
-                failed[leg.name] = f"launch: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
                 emit(event="leg_failed", case=case.name, leg=leg.name, reason=failed[leg.name])
                 continue
             res = compare(

@@ -27,9 +27,14 @@ def _case(name: str, batch: int, heads: int, context: int = CONTEXT, prefix: int
     return Case(name, dict(batch=batch, heads=heads, context=context, prefix=prefix, share=share))
 
 
+def programs_per_split(batch: int, heads: int) -> int:
+    """Stage-1 programs of one split: one per request and block of BLOCK_H heads."""
+    return batch * triton.cdiv(heads, BLOCK_H)
+
+
 def default_splits(batch: int, heads: int, context: int) -> int:
     """Upstream's policy: about 256 programs per call (256 // (B · head blocks)), bounded by the tiles."""
-    return int(max(1, min(256 // (batch * triton.cdiv(heads, BLOCK_H)), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
+    return int(max(1, min(256 // programs_per_split(batch, heads), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
 
 
 def split_walk(batch: int, heads: int, context: int, splits: int, block_n: int = BLOCK_N) -> dict[str, int]:
@@ -39,7 +44,7 @@ def split_walk(batch: int, heads: int, context: int, splits: int, block_n: int =
     return {
         "tokens/split": tokens,
         "trips": tokens // block_n,
-        "programs": batch * splits * triton.cdiv(heads, BLOCK_H),
+        "programs": splits * programs_per_split(batch, heads),
     }
 
 
@@ -156,25 +161,19 @@ class MlaDecode(Workload):
             stage1_warps=int(params.get("stage1_warps", 4)),
         )
         s = state
-        if "wave_fit_splits" in features and "num_splits" not in params:
-            splits = self._wave_fit(s, splits, kwargs)
-        return lambda: mla_decode(
-            s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=splits, **kwargs
-        )
 
-    def _wave_fit(self, s: State, splits: int, kwargs: dict[str, Any]) -> int:
-        """Compile stage 1 with one launch (outputs are rewritten by every call), read its resident
-        programs per SM, and fit the split count to whole waves; one per SM where that is unknown
-        (interpreter, ROCm)."""
-        p = s.case.params
-        stage1 = mla_decode(
-            s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=splits, **kwargs
-        )
-        per_sm = programs_per_sm(stage1) or 1
-        tiles = triton.cdiv(p["context"], kwargs["block_n"])
-        return wave_fit_splits(
-            splits, p["batch"] * triton.cdiv(p["heads"], BLOCK_H), s.num_sms * per_sm, min(tiles, MAX_SPLITS)
-        )
+        def call(num_splits: int) -> Any:
+            return mla_decode(
+                s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=num_splits, **kwargs
+            )
+
+        if "wave_fit_splits" in features and "num_splits" not in params:
+            # One launch compiles stage 1 (every call rewrites the outputs) and tells its resident
+            # programs per SM; one per SM where that is unknown (interpreter, ROCm).
+            per_sm = programs_per_sm(call(splits)) or 1
+            most = min(triton.cdiv(p["context"], kwargs["block_n"]), MAX_SPLITS)
+            splits = wave_fit_splits(splits, programs_per_split(p["batch"], p["heads"]), s.num_sms * per_sm, most)
+        return lambda: call(splits)
 
     def launch_torch(self, state: State) -> Callable[[], None]:
         s = state

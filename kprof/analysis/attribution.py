@@ -167,5 +167,5 @@ def sweep_table(
     if "lever_p" in table:
         levers = pd.DataFrame({"p": table["lever_p"], "verdict": table["lever_verdict"]})
         control_false_discoveries(levers, tested & table["lever_p"].notna())
-        table["lever_verdict"] = levers["verdict"].where(table["lever_p"].notna(), table["lever_verdict"])
+        table["lever_verdict"] = levers["verdict"]
     return table

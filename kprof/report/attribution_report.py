@@ -68,7 +68,7 @@ def sweep_cells(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         line = [str(r["value"]), *(str(r[c]) for c in extra), f"{r['time_us']:,.2f}", cell(r)]
         if paired:
             lever = pd.Series({k[len("lever_") :]: v for k, v in r.items() if k.startswith("lever_")})
-            line.append(cell(lever.reindex(lever.index.union(["rounds"]))) if pd.notna(lever["verdict"]) else "")
+            line.append(cell(pd.concat([lever, r[["rounds"]]])) if pd.notna(lever["verdict"]) else "")
         body.append(line)
     return headers, body
 
