@@ -62,7 +62,7 @@ def test_each_lever_is_bit_exact_over_three_steps(lever: str) -> None:
             assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), (case.name, name)
 
 
-@pytest.mark.parametrize("params", [{"block_v": 16}, {"block_v": 8}, {"recurrent_warps": 4}, {"v_rows": 32}])
+@pytest.mark.parametrize("params", [{"block_v": 16}, {"block_v": 8}, {"recurrent_warps": 4}])
 def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
     case = CASES[0]
     base = _step(WORKLOAD.setup(case, DEVICE, "float32", 4), frozenset())
@@ -73,16 +73,20 @@ def test_forced_recurrent_tiling_gives_the_same_result(params) -> None:
         assert relative_error(value, base[name]) < 1e-5, name
 
 
-@pytest.mark.parametrize(("dim", "v_rows"), [(32, 32), (64, 64)])
-def test_chunked_walk_is_bit_identical_to_one_chunk_per_program(dim: int, v_rows: int) -> None:
-    """The same 16-row tiles, walked by one program each or v_rows/16 at a time with the next one in
-    flight: every output and the whole pool (padding rows and untouched slots included) bit-equal."""
+@pytest.mark.parametrize(("dim", "rows", "chunk"), [(32, 32, 8), (32, 32, 4), (64, 64, 16)])
+def test_chunked_walk_is_bit_identical_to_one_chunk_per_program(dim: int, rows: int, chunk: int) -> None:
+    """The same chunk-sized tiles, walked by one program each or rows/chunk at a time with the next
+    one in flight: every output and the whole pool (padding rows and untouched slots included)
+    bit-equal."""
     case = _case("b4-rec-pad", 4, hv=4, h=2, dim=dim, pad=True, part="recurrent")  # inputs made at setup
     results = []
-    for params in ({"block_v": 16}, {"v_rows": v_rows}):
+    for features, params in (
+        (frozenset(), {"block_v": chunk}),
+        ({"chunked_state"}, {"block_v": rows, "chunk_rows": chunk}),
+    ):
         state = WORKLOAD.setup(case, DEVICE, "float32", 5)
         state.out.fill_(float("nan"))
-        WORKLOAD.launch(state, frozenset(), params)()
+        WORKLOAD.launch(state, frozenset(features), params)()
         results.append((state.out.clone(), state.ssm_state.clone()))
     for a, b in zip(results[0], results[1]):
         assert torch.equal(a.view(torch.int32), b.view(torch.int32))
@@ -92,4 +96,14 @@ def test_chunks_that_do_not_tile_v_are_refused() -> None:
     case = _case("b2-rec", 2, hv=4, h=2, dim=32, part="recurrent")
     state = WORKLOAD.setup(case, DEVICE, "float32", 0)
     with pytest.raises(ValueError, match="do not tile"):
-        WORKLOAD.launch(state, frozenset(), {"v_rows": 64})()
+        WORKLOAD.launch(state, frozenset({"chunked_state"}), {"block_v": 64})()
+
+
+def test_a_pool_not_contiguous_within_a_slot_is_refused() -> None:
+    """The kernel addresses heads and rows from the constexpr shape, so a pool whose slot is not a
+    contiguous [HV, V, K] block must be refused, not read at the wrong offsets."""
+    case = _case("b2-rec", 2, hv=4, h=2, dim=32, part="recurrent")
+    state = WORKLOAD.setup(case, DEVICE, "float32", 0)
+    state.ssm_state = state.ssm_state.transpose(2, 3).contiguous().transpose(2, 3)  # [.., V, K], K-major
+    with pytest.raises(ValueError, match="contiguous within a slot"):
+        WORKLOAD.launch(state, frozenset(), {})()

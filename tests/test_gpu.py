@@ -74,7 +74,7 @@ def test_gdn_decode_bf16_matches_reference(case_name: str) -> None:
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
 
 
-@pytest.mark.parametrize("lever", ["reuse_state", "conv_warps", "stream_state", "early_state"])
+@pytest.mark.parametrize("lever", ["reuse_state", "conv_warps", "stream_state", "early_state", "chunked_state"])
 def test_gdn_decode_levers_bit_exact_on_gpu_over_three_steps(lever: str) -> None:
     w = _gdn()
     for case in w.cases("pr"):
@@ -172,14 +172,14 @@ def test_plain_torch_leg_is_captured_in_a_cuda_graph(module: str, case_name: str
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
 
 
-@pytest.mark.parametrize("v_rows", [32, 64, 128])
-def test_gdn_chunked_recurrent_walk_matches_reference(v_rows: int) -> None:
+@pytest.mark.parametrize(("rows", "chunk"), [(32, 4), (32, 16), (64, 16), (128, 32)])
+def test_gdn_chunked_recurrent_walk_matches_reference(rows: int, chunk: int) -> None:
     from kprof.correctness import relative_error
 
     w = _gdn()
     case = next(c for c in w.cases("pr") if c.name == "recurrent-b32-hv32")
     state = w.setup(case, "cuda", "bfloat16", 0)
-    w.launch(state, frozenset({"early_state"}), {"v_rows": v_rows})()
+    w.launch(state, frozenset({"early_state", "chunked_state"}), {"block_v": rows, "chunk_rows": chunk})()
     torch.cuda.synchronize()
     for name, ref in w.reference(state).items():
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name

@@ -8,6 +8,10 @@ recurrent gated-delta-rule decode over an fp32 state pool, with the levers of th
 * ``STREAM_STATE`` (recurrent): state loads ``evict_first``, stores ``.cs`` (streaming). Cache
   hints only → bit-exact.
 
+Two more recurrent switches of kprof's own, both bit-exact: ``EARLY_STATE`` issues the state load
+right after the slot index, and ``NC`` > 1 walks a program's rows in NC chunks of BV with the next
+chunk's state load in flight while the current chunk is computed and stored.
+
 Slot indices that are negative or ≥ the pool size are padding: the conv passes x through and the
 recurrent kernel writes zeros; neither touches any state (upstream semantics).
 """
@@ -117,8 +121,6 @@ def gdn_recurrent_decode_kernel(
     stride_qn,
     stride_an,
     stride_s_slot,
-    stride_s_h,
-    stride_s_v,
     stride_on,
     stride_oh,
     scale,
@@ -141,8 +143,10 @@ def gdn_recurrent_decode_kernel(
     o_v = i_v * NC * BV + tl.arange(0, BV)
     b_slot = tl.load(indices + i_n).to(tl.int64) + 0 * o_v  # [BV]
     valid = (b_slot >= 0) & (b_slot < num_slots)
-    p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * stride_s_h
-    p_s = p_s + o_v[:, None] * stride_s_v + o_k[None, :]
+    # Head and row offsets from the constexpr shape, as upstream's kernel computes them (the pool is
+    # contiguous within a slot; the launcher checks).
+    p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * (V * K)
+    p_s = p_s + (o_v[:, None] * K + o_k[None, :])
     m_s = valid[:, None] & (o_k[None, :] < K)  # [BV, K]
     if EARLY_STATE:  # the state's latency then overlaps the q/k/v and gate loads and the norms
         b_s = _load_state(p_s, m_s, STREAM_STATE)
@@ -160,7 +164,7 @@ def gdn_recurrent_decode_kernel(
         b_s = _load_state(p_s, m_s, STREAM_STATE)
     for c in tl.static_range(NC):
         if c + 1 < NC:  # the next chunk in flight
-            p_next = p_s + BV * stride_s_v
+            p_next = p_s + BV * K
             b_next = _load_state(p_next, m_s, STREAM_STATE)
             b_vnext = tl.load(p_row + 2 * H * K + i_hv * V + o_v + BV).to(tl.float32)
         b_s = b_s * tl.exp(b_g)
@@ -257,6 +261,8 @@ def gdn_recurrent_decode(
     """Packed gated-delta-rule decode. mixed_qkv: [B, 2·H·K + HV·V]; a, b: [B, HV]; ssm_state:
     [slots, HV, V, K] fp32, updated in place; out: [B, HV, V]. Each program walks ``chunks``
     chunks of ``bv`` value rows (upstream: one chunk of 32)."""
+    if ssm_state.stride()[1:] != (v * k, k, 1):
+        raise ValueError(f"ssm_state must be contiguous within a slot ([HV, V, K]); strides {ssm_state.stride()}")
     if v % (bv * chunks):
         raise ValueError(f"{chunks} chunks of {bv} value rows do not tile V = {v}")
     gdn_recurrent_decode_kernel[(v // (bv * chunks), mixed_qkv.shape[0] * hv)](
@@ -271,8 +277,6 @@ def gdn_recurrent_decode(
         mixed_qkv.stride(0),
         a.stride(0),
         ssm_state.stride(0),
-        ssm_state.stride(1),
-        ssm_state.stride(2),
         out.stride(0),
         out.stride(1),
         k**-0.5,

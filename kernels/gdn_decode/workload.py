@@ -21,7 +21,7 @@ from kprof.workload import Case, Feature, Sweep, Workload
 
 BLOCK = 256
 BV = 32
-CHUNK_ROWS = 16  # rows per chunk when a program walks several (v_rows)
+CHUNK_ROWS = 8  # rows per chunk under chunked_state
 
 
 def _case(
@@ -89,15 +89,19 @@ class GdnDecode(Workload):
             "bitwise",
             doc="recurrent: issue the state load right after the slot index, ahead of the q/k/v and gate loads",
         ),
+        Feature(
+            "chunked_state",
+            "bitwise",
+            doc=f"recurrent: walk each program's {BV} value rows in {CHUNK_ROWS}-row chunks, the next chunk's state"
+            " load in flight while the current one is computed and stored",
+        ),
     )
     # Tuning knobs for the recurrent kernel, to explore with --sweep (upstream: BV 32, one warp).
     sweeps = (
         Sweep("block_v", "recurrent: value rows per program", lambda case, v: int(v) in (8, 16, 32, 64, 128)),
         Sweep("recurrent_warps", "recurrent: warps per program", lambda case, v: int(v) in (1, 2, 4, 8)),
         Sweep(
-            "v_rows",
-            f"recurrent: value rows per program, walked in {CHUNK_ROWS}-row chunks with the next one in flight",
-            lambda case, v: int(v) in (32, 64, 128) and case.params["v"] % int(v) == 0,
+            "chunk_rows", "recurrent, with chunked_state: value rows per chunk", lambda case, v: int(v) in (4, 8, 16)
         ),
     )
     presets = {
@@ -211,16 +215,19 @@ class GdnDecode(Workload):
             v=p["v"],
             stream_state="stream_state" in features,
             early_state="early_state" in features,
-            **self._tiling(params),
+            **self._tiling(features, params),
             num_warps=int(params.get("recurrent_warps", 1)),
         )
 
     @staticmethod
-    def _tiling(params: Mapping[str, Any]) -> dict[str, int]:
-        """Rows per chunk and chunks per program of the recurrent kernel."""
-        if "v_rows" in params:
-            return {"bv": CHUNK_ROWS, "chunks": int(params["v_rows"]) // CHUNK_ROWS}
-        return {"bv": int(params.get("block_v", BV)), "chunks": 1}
+    def _tiling(features: frozenset[str], params: Mapping[str, Any]) -> dict[str, int]:
+        """Rows per chunk and chunks per program of the recurrent kernel: a program owns ``block_v``
+        value rows, in one chunk or, under chunked_state, in chunks of ``chunk_rows``."""
+        rows = int(params.get("block_v", BV))
+        if "chunked_state" not in features:
+            return {"bv": rows, "chunks": 1}
+        chunk = min(int(params.get("chunk_rows", CHUNK_ROWS)), rows)
+        return {"bv": chunk, "chunks": rows // chunk}
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
         part = state.case.params["part"]
