@@ -8,9 +8,13 @@ recurrent gated-delta-rule decode over an fp32 state pool, with the levers of th
 * ``STREAM_STATE`` (recurrent): state loads ``evict_first``, stores ``.cs`` (streaming). Cache
   hints only → bit-exact.
 
-Two more recurrent switches of kprof's own, both bit-exact: ``EARLY_STATE`` issues the state load
-right after the slot index, and ``NC`` > 1 walks a program's rows in NC chunks of BV with the next
-chunk's state load in flight while the current chunk is computed and stored.
+One more recurrent switch, kprof's own and bit-exact: ``NC`` > 1 walks a program's rows in NC
+chunks of BV with the next chunk's state load in flight while the current chunk is computed and
+stored (the ``chunked_state`` lever).
+
+The recurrent baseline is upstream's packed-decode kernel (vLLM / SGLang): the state load issued
+right after the slot index, ahead of the q/k/v and gate loads; head and row offsets from the
+constexpr shape; 32 value rows and one warp per program.
 
 Slot indices that are negative or ≥ the pool size are padding: the conv passes x through and the
 recurrent kernel writes zeros; neither touches any state (upstream semantics).
@@ -131,7 +135,6 @@ def gdn_recurrent_decode_kernel(
     V: tl.constexpr,
     BV: tl.constexpr,
     STREAM_STATE: tl.constexpr,
-    EARLY_STATE: tl.constexpr,
     NC: tl.constexpr,
 ):
     """One program updates NC chunks of BV value rows of one (request, value head); with NC > 1 the
@@ -148,8 +151,7 @@ def gdn_recurrent_decode_kernel(
     p_s = state + tl.where(valid, b_slot, 0)[:, None] * stride_s_slot + i_hv * (V * K)
     p_s = p_s + (o_v[:, None] * K + o_k[None, :])
     m_s = valid[:, None] & (o_k[None, :] < K)  # [BV, K]
-    if EARLY_STATE:  # the state's latency then overlaps the q/k/v and gate loads and the norms
-        b_s = _load_state(p_s, m_s, STREAM_STATE)
+    b_s = _load_state(p_s, m_s, STREAM_STATE)  # first, as upstream: overlaps the q/k/v and gate loads
     p_row = mixed_qkv + i_n * stride_qn
     b_q = tl.load(p_row + i_h * K + o_k).to(tl.float32)
     b_k = tl.load(p_row + H * K + i_h * K + o_k).to(tl.float32)
@@ -160,8 +162,6 @@ def gdn_recurrent_decode_kernel(
     b_softplus = tl.where(b_x <= 20.0, tl.log(1.0 + tl.exp(b_x)), b_x)
     b_g = -tl.exp(tl.load(a_log + i_hv).to(tl.float32)) * b_softplus
     b_beta = tl.sigmoid(tl.load(b + i_n * stride_an + i_hv).to(tl.float32))
-    if not EARLY_STATE:
-        b_s = _load_state(p_s, m_s, STREAM_STATE)
     for c in tl.static_range(NC):
         if c + 1 < NC:  # the next chunk in flight
             p_next = p_s + BV * K
@@ -253,7 +253,6 @@ def gdn_recurrent_decode(
     k: int,
     v: int,
     stream_state: bool,
-    early_state: bool = False,
     bv: int = 32,
     chunks: int = 1,
     num_warps: int = 1,
@@ -287,7 +286,6 @@ def gdn_recurrent_decode(
         V=v,
         BV=bv,
         STREAM_STATE=stream_state,
-        EARLY_STATE=early_state,
         NC=chunks,
         num_warps=num_warps,
         num_stages=3,

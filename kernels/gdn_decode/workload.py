@@ -85,11 +85,6 @@ class GdnDecode(Workload):
         Feature("conv_warps", "bitwise", doc="conv: 4 warps per 256-feature block instead of 8"),
         Feature("stream_state", "bitwise", doc="recurrent: state loads evict_first, stores .cs (streaming)"),
         Feature(
-            "early_state",
-            "bitwise",
-            doc="recurrent: issue the state load right after the slot index, ahead of the q/k/v and gate loads",
-        ),
-        Feature(
             "chunked_state",
             "bitwise",
             doc=f"recurrent: walk each program's {BV} value rows in {CHUNK_ROWS}-row chunks, the next chunk's state"
@@ -214,7 +209,6 @@ class GdnDecode(Workload):
             k=p["k"],
             v=p["v"],
             stream_state="stream_state" in features,
-            early_state="early_state" in features,
             **self._tiling(features, params),
             num_warps=int(params.get("recurrent_warps", 1)),
         )
