@@ -1,3 +1,3 @@
 """kprof: GPU kernel profiling with honest statistics."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,28 +1,25 @@
-"""The `kprof` command line: parse arguments, call one library function, render its result."""
+"""The `kprof` command line: parse arguments, call one library function, render its result.
+
+Every command's work is a function in ``kprof.commands`` that returns data or a
+``kprof.report.table.Document``; this module only turns options into calls, shows progress, and
+renders (``kprof.report.table.render``). Bad input is one line on stderr and exit code 2.
+"""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
+from collections.abc import Callable
 from enum import Enum
+from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from kprof import __version__
 from kprof.errors import KprofInputError
-
-SweepOption = Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")]
-SweepBaselineOption = Annotated[
-    bool,
-    typer.Option(
-        "--sweep-baseline",
-        help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
-    ),
-]
 
 app = typer.Typer(
     name="kprof",
@@ -33,16 +30,44 @@ app = typer.Typer(
 )
 
 
-class TraceFormat(str, Enum):
-    table = "table"
-    md = "md"
-    csv = "csv"
-    json = "json"
+def _formats(*names: str) -> Any:
+    """An option type that accepts exactly these output formats."""
+    return Enum("Format", {n: n for n in names}, type=str)  # type: ignore[misc]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"kprof: error: {message}", err=True)
-    raise typer.Exit(2)
+TraceFormat = _formats("table", "md", "csv", "json")
+RunFormat = _formats("table", "md", "json")
+AttributeFormat = _formats("table", "md", "json", "html")
+CompareFormat = _formats("table", "md", "json", "csv")
+
+SweepOption = Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")]
+SweepBaselineOption = Annotated[
+    bool,
+    typer.Option(
+        "--sweep-baseline",
+        help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
+    ),
+]
+
+
+def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
+    """Bad input (KprofInputError) becomes ``kprof: error: WHERE: PROBLEM`` on stderr and exit 2."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except KprofInputError as e:
+            typer.echo(f"kprof: error: {e}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _write(doc: Any, fmt: Any) -> None:
+    from kprof.report.table import render
+
+    sys.stdout.write(render(doc, fmt.value, Console()))
 
 
 def _version(value: bool) -> None:
@@ -70,6 +95,7 @@ def _regex(pattern: str | None, option: str) -> re.Pattern[str] | None:
 
 
 @app.command()
+@one_line_errors
 def trace(
     files: Annotated[
         list[Path],
@@ -103,144 +129,55 @@ def trace(
 ) -> None:
     """Per-kernel, per-step and per-annotation device time of one or more traces."""
     from kprof.commands.trace import run_trace
+    from kprof.report.trace_report import trace_document
 
-    try:
-        result = run_trace(
-            files, step_pattern=steps, kernel_filter=_regex(kernels, "--kernels"), recover=recover, save=save
-        )
-    except KprofInputError as e:
-        _fail(str(e))
-        return
-    from kprof.report import trace_report as rep
-
-    limit = top or None
-    if fmt is TraceFormat.json:
-        sys.stdout.write(json.dumps(rep.to_json(result.tables), indent=2) + "\n")
-    elif fmt is TraceFormat.csv:
-        sys.stdout.write(rep.render_csv(result.tables))
-    elif fmt is TraceFormat.md:
-        sys.stdout.write(rep.render_markdown(result.tables, limit))
-    else:
-        rep.render_terminal(result.tables, Console(), limit)
-        if save is not None:
-            Console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
-
-
-class RunFormat(str, Enum):
-    table = "table"
-    md = "md"
-    json = "json"
-
-
-def _render_run(report, fmt: RunFormat) -> None:
-    from kprof.report import run_report as rep
-
-    if fmt is RunFormat.json:
-        payload = rep.to_json(report.effects, report.summaries, report.meta)
-        payload["kernels"] = (
-            json.loads(report.kernel_effects.to_json(orient="records")) if len(report.kernel_effects) else []
-        )
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-    elif fmt is RunFormat.md:
-        sys.stdout.write(rep.render_markdown(report.effects, report.summaries, report.meta))
-        sys.stdout.write(rep.render_kernel_breakdown(report.kernel_effects, markdown=True))
-    else:
-        rep.render_terminal(report.effects, report.summaries, report.meta, Console())
-        Console().print(rep.render_kernel_breakdown(report.kernel_effects, markdown=False))
+    result = run_trace(
+        files, step_pattern=steps, kernel_filter=_regex(kernels, "--kernels"), recover=recover, save=save
+    )
+    _write(trace_document(result.tables, top or None), fmt)
+    if save is not None and fmt.value == "table":
+        Console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
 
 @app.command()
-def kernels() -> None:
+def kernels(
+    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+) -> None:
     """List the bundled workloads: features (levers), presets and sweepable parameters."""
-    from rich.table import Table
+    from kprof.commands.kernels import kernels_document
 
-    from kprof.workload import bundled_names, load_workload
-
-    console = Console()
-    for name in bundled_names():
-        w = load_workload(name)
-        console.rule(f"[bold]{name}[/bold] · {w.description}")
-        t = Table(show_header=True)
-        t.add_column("feature")
-        t.add_column("exactness")
-        t.add_column("what it switches")
-        for f in w.features:
-            rule = {"bitwise": "bitwise", "ulp": f"≤ {f.ulps} ulp", "tolerance": f"rel ≤ {f.rtol:g}"}[f.exactness]
-            t.add_row(f.name, rule, f.doc)
-        if w.features:
-            console.print(t)
-        else:
-            console.print("  no features: a reference workload")
-        for preset, cases in w.presets.items():
-            console.print(f"  preset [bold]{preset}[/bold]: " + ", ".join(c.name for c in cases))
-        for s in w.sweeps:
-            console.print(f"  sweep [bold]{s.name}[/bold]: {s.doc}")
+    _write(kernels_document(), fmt)
 
 
-def _execute_and_report(store, fmt: RunFormat, calibration: bool = False, quiet: bool = False) -> None:
+def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from kprof.commands.report import analyse_run
-    from kprof.commands.run import execute
+    from kprof.commands.run import run_and_analyse, total_rounds
+    from kprof.engine.events import sentence
+    from kprof.report.run_report import run_document
 
-    meta = store.read_meta()
     err = Console(stderr=True)
-    total = len(meta["cases"]) * (meta["rounds"] + 1)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeRemainingColumn(),
         console=err,
-        transient=fmt is not RunFormat.table,
+        transient=fmt.value != "table",
     ) as progress:
-        task = progress.add_task(f"{meta['workload_name']} rounds", total=total)
+        task = progress.add_task("rounds", total=total_rounds(folder))
 
-        def on_event(event: dict) -> None:
-            kind = event.get("event")
-            if kind == "round":
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("event") == "round":
                 progress.advance(task)
                 progress.update(task, description=f"{event['case']} round {event['round']}/{event['rounds']}")
-            elif kind in ("leg_failed", "leg_crashed", "race", "case_failed"):
-                progress.console.print(f"[yellow]{kind}[/yellow]: {event}")
+            elif (text := sentence(event)) is not None:
+                progress.console.print(f"[yellow]{text}[/yellow]")
 
-        execute(store, on_event)
-    Console(stderr=True).print(f"run stored in {store.root}")
-    if quiet:
-        return
-    report = analyse_run(store.root)
-    _render_run(report, fmt)
-    if calibration:
-        _render_calibration(report, fmt)
-
-
-def _render_calibration(report, fmt: RunFormat) -> None:
-    from kprof.report import run_report as rep
-
-    if fmt is RunFormat.json:
-        return  # the JSON of the run already holds every leg; calibration rows follow in report --format json
-    text = rep.render_calibration(report.calibration, report.sign_rule, report.effects, fmt is RunFormat.md)
-    if fmt is RunFormat.md:
-        sys.stdout.write(text)
-    else:
-        Console().print(text)
-
-
-def _start(out: Path | None, resume: bool, request) -> object:
-    import time as _time
-
-    from kprof.commands.run import create_run
-    from kprof.run_store import RunStore
-
-    if resume:
-        if out is None:
-            raise KprofInputError("--resume", "needs --out RUN_DIR")
-        store = RunStore(out)
-        store.read_meta()
-        return store
-    name = Path(request.workload).stem
-    out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
-    return create_run(out, request)
+        report = run_and_analyse(folder, on_event)
+    err.print(f"run stored in {folder.root}")
+    if not quiet:
+        _write(run_document(report), fmt)
 
 
 def _floats(text: str | None, option: str) -> list[float]:
@@ -253,6 +190,7 @@ def _floats(text: str | None, option: str) -> list[float]:
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@one_line_errors
 def run(
     ctx: typer.Context,
     workload: Annotated[
@@ -271,7 +209,7 @@ def run(
     samples: Annotated[
         int | None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
     ] = None,
-    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.")] = 4,
+    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)] = 4,
     buffers: Annotated[
         str,
         typer.Option(
@@ -308,60 +246,55 @@ def run(
 ) -> None:
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
     (one process per leg per round under a collector); store every sample."""
-    from kprof.commands.run import RunRequest
+    from kprof.commands.run import ProgramRequest, program_and_workload, resume_folder, start
+    from kprof.engine.request import RunRequest
 
-    try:
-        program = list(ctx.args)
-        if workload is not None and (program or leg):  # `kprof run --leg … -- CMD`: the whole command is program
-            program, workload = [workload, *program], None
-        if program or leg:
-            import time as _time
-
-            from kprof.commands.program import create_program_run, parse_leg
-
-            if resume:
-                from kprof.run_store import RunStore
-
-                store = RunStore(out) if out else None
-                if store is None:
-                    raise KprofInputError("--resume", "needs --out RUN_DIR")
-            else:
-                legs = [parse_leg(spec) for spec in (leg or [])]
-                name = Path(program[-1]).stem if program else "program"
-                out = out or Path("runs") / f"{name}-{_time.strftime('%Y%m%d-%H%M%S')}"
-                store = create_program_run(out, legs, program, collector, rounds, seed, threshold, sys.argv[1:])
-            _execute_and_report(store, fmt)
-            return
-        if workload is None and not resume:
-            raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
-        request = RunRequest(
-            workload or "",
-            preset,
-            case,
-            design,
-            target,
-            sweep,
-            rounds,
-            samples,
-            buffer_sets,
-            buffers,
-            seed,
-            device,
-            dtype,
-            threshold,
-            [],
-            aa_copies,
-            sys.argv[1:],
-            collector,
-            torch_leg,
-            sweep_baseline,
+    workload, program = program_and_workload(workload, ctx.args, leg or [])
+    if resume:
+        folder = resume_folder(out)
+    elif program or leg:
+        folder = start(
+            ProgramRequest(
+                legs=leg or [],
+                program=program,
+                collector=collector,
+                rounds=rounds,
+                seed=seed,
+                threshold_pct=threshold,
+                argv=sys.argv[1:],
+            ),
+            out,
         )
-        _execute_and_report(_start(out, resume, request), fmt)
-    except KprofInputError as e:
-        _fail(str(e))
+    elif workload is None:
+        raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
+    else:
+        request = RunRequest(
+            workload=workload,
+            preset=preset,
+            case_filter=case,
+            design=design,
+            target=target,
+            sweep=sweep,
+            sweep_baseline=sweep_baseline,
+            rounds=rounds,
+            samples=samples,
+            buffer_sets=buffer_sets,
+            buffers=buffers,
+            seed=seed,
+            device=device,
+            dtype=dtype,
+            threshold_pct=threshold,
+            aa_copies=aa_copies,
+            collector=collector,
+            torch_leg=torch_leg,
+            argv=sys.argv[1:],
+        )
+        folder = start(request, out)
+    _execute_and_report(folder, fmt)
 
 
 @app.command()
+@one_line_errors
 def calibrate(
     workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
     preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
@@ -371,6 +304,7 @@ def calibrate(
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies.", min=1)] = 3,
     rounds: Annotated[int, typer.Option(help="Timed rounds.")] = 16,
     buffers: Annotated[str, typer.Option(help="shared (kprof) or per-leg (the PR method).")] = "shared",
+    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)] = 4,
     samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round.")] = None,
     device: Annotated[str | None, typer.Option(help="cuda or cpu.")] = None,
     dtype: Annotated[str | None, typer.Option(help="Data type.")] = None,
@@ -379,44 +313,34 @@ def calibrate(
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
 ) -> None:
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
-    from kprof.commands.run import RunRequest
+    from kprof.commands.run import start
+    from kprof.engine.request import RunRequest
 
-    try:
-        plants = _floats(plant, "--plant")
-        if not plants:
-            raise KprofInputError("--plant", "needs at least one delay")
-        request = RunRequest(
-            workload,
-            preset,
-            case,
-            "endpoints",
-            target,
-            None,
-            rounds,
-            samples,
-            4,
-            buffers,
-            seed,
-            device,
-            dtype,
-            0.5,
-            plants,
-            aa_copies,
-            sys.argv[1:],
-        )
-        _execute_and_report(_start(out, False, request), fmt, calibration=True)
-    except KprofInputError as e:
-        _fail(str(e))
-
-
-class AttributeFormat(str, Enum):
-    table = "table"
-    md = "md"
-    json = "json"
-    html = "html"
+    plants = _floats(plant, "--plant")
+    if not plants:
+        raise KprofInputError("--plant", "needs at least one delay")
+    request = RunRequest(
+        workload=workload,
+        preset=preset,
+        case_filter=case,
+        design="endpoints",
+        target=target,
+        rounds=rounds,
+        samples=samples,
+        buffer_sets=buffer_sets,
+        buffers=buffers,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        plants=plants,
+        aa_copies=aa_copies,
+        argv=sys.argv[1:],
+    )
+    _execute_and_report(start(request, out), fmt)
 
 
 @app.command("attribute")
+@one_line_errors
 def attribute_command(
     target: Annotated[str, typer.Argument(help="A run folder, or a workload to run first (bundled name or .py).")],
     preset: Annotated[str | None, typer.Option(help="Preset when running a workload.")] = None,
@@ -428,6 +352,8 @@ def attribute_command(
     sweep: SweepOption = None,
     sweep_baseline: SweepBaselineOption = False,
     rounds: Annotated[int, typer.Option(help="Timed rounds when running.")] = 16,
+    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round when running.")] = None,
+    buffer_sets: Annotated[int, typer.Option(help="Buffer sets when running.", min=1)] = 4,
     device: Annotated[str | None, typer.Option(help="cuda or cpu when running.")] = None,
     threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder to write when running.")] = None,
@@ -436,63 +362,43 @@ def attribute_command(
     ] = AttributeFormat.table,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
-    from kprof.commands.attribute import attribute
-    from kprof.report import attribution_report as rep
-    from kprof.report import run_report as run_rep
+    from kprof.analysis.run_analysis import attribute
+    from kprof.commands.run import start
+    from kprof.engine.request import RunRequest
+    from kprof.report.attribution_report import attribution_document, render_html
+    from kprof.store.run_folder import is_run_folder
 
-    try:
-        root = Path(target)
-        if not (root / "meta.json").is_file():
-            from kprof.commands.run import RunRequest
-
-            request = RunRequest(
-                target,
-                preset=preset,
-                case_filter=case,
-                design=design,
-                target=target_features,
-                sweep=sweep,
-                rounds=rounds,
-                device=device,
-                threshold_pct=threshold if threshold is not None else 0.5,
-                argv=sys.argv[1:],
-                sweep_baseline=sweep_baseline,
-            )
-            store = _start(out, False, request)
-            _execute_and_report(
-                store,
-                RunFormat.json if fmt is not AttributeFormat.table else RunFormat.table,
-                quiet=fmt is not AttributeFormat.table,
-            )
-            root = store.root
-        result = attribute(root, threshold)
-        kernel_effects = result.run.kernel_effects
-        if fmt is AttributeFormat.json:
-            payload = rep.to_json(result.levers, result.sweep, result.run.summaries, result.run.meta)
-            payload["kernels"] = json.loads(kernel_effects.to_json(orient="records")) if len(kernel_effects) else []
-            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-        elif fmt is AttributeFormat.md:
-            sys.stdout.write(rep.render_markdown(result.levers, result.sweep, result.run.summaries, result.run.meta))
-            sys.stdout.write(run_rep.render_kernel_breakdown(kernel_effects, markdown=True))
-        elif fmt is AttributeFormat.html:
-            sys.stdout.write(
-                rep.render_html(result.levers, result.sweep, result.per_round, result.run.summaries, result.run.meta)
-            )
-        else:
-            rep.render_terminal(result.levers, result.sweep, result.run.summaries, result.run.meta, Console())
-            Console().print(run_rep.render_kernel_breakdown(kernel_effects, markdown=False))
-    except KprofInputError as e:
-        _fail(str(e))
-
-
-class CompareFormat(str, Enum):
-    table = "table"
-    md = "md"
-    json = "json"
-    csv = "csv"
+    root = Path(target)
+    if not is_run_folder(root):
+        if root.is_dir() or (root.suffix != ".py" and "/" in target):
+            raise KprofInputError(target, "is not a kprof run folder (no meta.json) nor a workload")
+        request = RunRequest(
+            workload=target,
+            preset=preset,
+            case_filter=case,
+            design=design,
+            target=target_features,
+            sweep=sweep,
+            sweep_baseline=sweep_baseline,
+            rounds=rounds,
+            samples=samples,
+            buffer_sets=buffer_sets,
+            device=device,
+            threshold_pct=threshold if threshold is not None else 0.5,
+            argv=sys.argv[1:],
+        )
+        folder = start(request, out)
+        _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
+        root = folder.root
+    result = attribute(root, threshold)
+    if fmt.value == "html":
+        sys.stdout.write(render_html(result))
+    else:
+        _write(attribution_document(result), fmt)
 
 
 @app.command("compare")
+@one_line_errors
 def compare_command(
     a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
     b: Annotated[Path, typer.Argument(help="B: the same kind as A.")],
@@ -507,28 +413,18 @@ def compare_command(
     """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
     have repetitions."""
     from kprof.commands.compare import compare, failures
-    from kprof.report import compare_report as rep
+    from kprof.report.compare_report import compare_document
 
-    try:
-        result = compare(a, b, threshold, steps)
-        broken = failures(result, fail_on) if fail_on else []
-    except KprofInputError as e:
-        _fail(str(e))
-        return
-    if fmt is CompareFormat.json:
-        sys.stdout.write(json.dumps(rep.to_json(result), indent=2) + "\n")
-    elif fmt is CompareFormat.csv:
-        sys.stdout.write(rep.render_csv(result))
-    elif fmt is CompareFormat.md:
-        sys.stdout.write(rep.render_markdown(result, top or None))
-    else:
-        rep.render_terminal(result, Console(), top or None)
+    result = compare(a, b, threshold, steps)
+    broken = failures(result, fail_on) if fail_on else []
+    _write(compare_document(result, top or None), fmt)
     if broken:
         typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(broken), err=True)
         raise typer.Exit(1)
 
 
 @app.command()
+@one_line_errors
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md (for a PR) or json.")] = RunFormat.table,
@@ -537,16 +433,10 @@ def report(
     ] = None,
 ) -> None:
     """Render a stored run again."""
-    from kprof.commands.report import analyse_run
+    from kprof.analysis.run_analysis import analyse_run
+    from kprof.report.run_report import run_document
 
-    try:
-        result = analyse_run(run_dir, threshold)
-    except KprofInputError as e:
-        _fail(str(e))
-        return
-    _render_run(result, fmt)
-    if result.meta.get("design") == "calibration":
-        _render_calibration(result, fmt)
+    _write(run_document(analyse_run(run_dir, threshold)), fmt)
 
 
 if __name__ == "__main__":

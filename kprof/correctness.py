@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kprof.workload import Feature
+from kprof.workload import Feature, exactness_text
 
 _INT_VIEW = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -24,7 +24,7 @@ class Rule:
     rtol: float = 0.0
 
     def describe(self) -> str:
-        return {"bitwise": "bitwise", "ulp": f"≤ {self.ulps} ulp", "tolerance": f"rel ≤ {self.rtol:g}"}[self.kind]
+        return exactness_text(self.kind, self.ulps, self.rtol)
 
 
 def rule_for(features: Iterable[Feature]) -> Rule:

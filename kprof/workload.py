@@ -24,6 +24,11 @@ from kprof.errors import KprofInputError
 EXACTNESS = ("bitwise", "ulp", "tolerance")
 
 
+def exactness_text(kind: str, ulps: int = 0, rtol: float = 0.0) -> str:
+    """``bitwise``, ``≤ 2 ulp`` or ``rel ≤ 0.01``: how a rule is printed everywhere."""
+    return {"bitwise": "bitwise", "ulp": f"≤ {ulps} ulp", "tolerance": f"rel ≤ {rtol:g}"}[kind]
+
+
 @dataclass(frozen=True)
 class Feature:
     """A switch. ``exactness`` is what turning it on promises against the baseline's outputs:
@@ -39,6 +44,10 @@ class Feature:
     def __post_init__(self) -> None:
         if self.exactness not in EXACTNESS:
             raise ValueError(f"feature {self.name}: exactness must be one of {EXACTNESS}")
+
+    @property
+    def exactness_text(self) -> str:
+        return exactness_text(self.exactness, self.ulps, self.rtol)
 
 
 @dataclass(frozen=True)
@@ -106,11 +115,15 @@ class Workload(ABC):
 
     # -- helpers shared by every workload ---------------------------------------------------------
 
-    def feature(self, name: str) -> Feature:
+    def feature(self, name: str, option: str = "--features") -> Feature:
         for f in self.features:
             if f.name == name:
                 return f
-        raise KprofInputError("--features", f"{self.name} has no feature {name!r} (has: {self.feature_names})")
+        raise KprofInputError(option, f"{self.name} has no feature {name!r} (has: {', '.join(self.feature_names)})")
+
+    @property
+    def has_torch_implementation(self) -> bool:
+        return type(self).launch_torch is not Workload.launch_torch
 
     @property
     def feature_names(self) -> tuple[str, ...]:

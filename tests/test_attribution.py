@@ -12,11 +12,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import DEVICE, ROOT
+from fake_runs import write_run
 from kprof.analysis.attribution import attribute_run, sweep_table
 from kprof.analysis.run_effects import leg_effects
 from kprof.cli import app
-from kprof.legs import design_legs
+from kprof.engine.design import design_legs
+from kprof.run_model import Leg
 
 LEVERS = ("a", "b", "c")
 # ln-time effect of each lever, and an a×b interaction term: t(S) = t0 · exp(Σ e_i + ab·[a and b]).
@@ -24,10 +26,9 @@ E = {"a": -0.10, "b": -0.05, "c": 0.0}
 AB = 0.04
 
 
-def _samples(rounds: int = 16, noise: float = 0.002, seed: int = 0) -> tuple[pd.DataFrame, list[dict]]:
+def _samples(rounds: int = 16, noise: float = 0.002, seed: int = 0) -> tuple[pd.DataFrame, list[Leg]]:
     rng = np.random.default_rng(seed)
     legs = design_legs(LEVERS, "all")
-    meta_legs = [leg.record() for leg in legs]
     rows = []
     for r in range(rounds + 1):
         drift = rng.normal(0, 0.01)  # shared by every leg of a round: pairing removes it
@@ -48,7 +49,7 @@ def _samples(rounds: int = 16, noise: float = 0.002, seed: int = 0) -> tuple[pd.
                         burn_in=r == 0,
                     )
                 )
-    return pd.DataFrame(rows), meta_legs
+    return pd.DataFrame(rows), legs
 
 
 def _row(table: pd.DataFrame, design: str, lever: str) -> pd.Series:
@@ -69,7 +70,7 @@ def test_add_one_leave_one_out_shapley_and_interaction_recover_the_truth() -> No
     assert _row(table, "shapley", "a")["effect_pct"] == pytest.approx(pct(E["a"] + AB / 2), abs=tol)
     assert _row(table, "shapley", "b")["effect_pct"] == pytest.approx(pct(E["b"] + AB / 2), abs=tol)
     assert _row(table, "shapley", "c")["verdict"] == "SAME"
-    # ±1-coded two-way effect of a pure pairwise term b_ab is b_ab / 2 (measurement.md §4.6).
+    # ±1-coded two-way effect of a pure pairwise term b_ab is b_ab / 2.
     assert _row(table, "interaction", "a×b")["effect_pct"] == pytest.approx(pct(AB / 2), abs=tol)
     assert _row(table, "interaction", "a×c")["verdict"] == "SAME"
     assert _row(table, "total", "(all levers)")["effect_pct"] == pytest.approx(pct(E["a"] + E["b"] + AB), abs=tol)
@@ -108,7 +109,7 @@ def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
 
 
 def test_sweep_table_on_the_stored_split_sweep() -> None:
-    from kprof.commands.attribute import attribute
+    from kprof.analysis.run_analysis import attribute
 
     result = attribute(ROOT / "docs" / "runs" / "h200-2026-11-30" / "paged_sweep")
     sweep = result.sweep
@@ -142,9 +143,8 @@ def test_mechanism_sweep_measures_the_lever_at_every_dose() -> None:
                     burn_in=r == 0,
                 )
             )
-    meta_legs = [x.record() for x in legs]
     columns = {"c": {"1": {"trips": 8}, "2": {"trips": 4}, "4": {"trips": 2}}}
-    table = sweep_table(pd.DataFrame(rows), meta_legs, {}, columns)
+    table = sweep_table(pd.DataFrame(rows), legs, {}, columns)
     assert table["value"].tolist() == [1, 2, 4] and table["trips"].tolist() == [8, 4, 2]
     expected_lever = [100 * (math.exp(-e) - 1) for e in lever.values()]  # +22.1%, +10.5%, 0%
     assert np.allclose(table["lever_effect_pct"], expected_lever, atol=0.3)
@@ -161,30 +161,59 @@ def test_mechanism_sweep_measures_the_lever_at_every_dose() -> None:
 
 
 def test_attribute_md_prints_the_mechanism_table(tmp_path: Path) -> None:
+    """A stored mechanism sweep (target and baseline forced to each split count): the markdown
+    table has the target's effect at every value, with the number the run was built with."""
+    legs = design_legs(("a",), "endpoints", sweep=("num_splits", [1, 2, 4]), sweep_baseline=True)
+    lever = {1: -0.20, 2: -0.10, 4: 0.0}
+
+    def log_t(leg: Leg, case: str) -> float:
+        dose = dict(leg.params).get("num_splits")
+        return (lever[dose] if dose else -0.10) if "a" in leg.features else 0.0
+
+    folder = write_run(tmp_path / "mech", legs, log_t, features=("a",), sweep=("num_splits", [1, 2, 4]))
+    res = CliRunner().invoke(app, ["attribute", str(folder.root), "--format", "md"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "| num_splits | µs | vs unforced target [95% CI] | target vs baseline at this value [95% CI] |" in res.stdout
+    row = next(line for line in res.stdout.splitlines() if line.startswith("| 1 |"))
+    # lever at one split: ln t −0.20 → +22.14% faster, inside its interval, FASTER
+    cell = row.split("|")[4].strip()
+    estimate = float(cell.split("%")[0])
+    low, high = (float(x) for x in cell.split("[")[1].split("]")[0].split(","))
+    assert abs(estimate - 22.14) < 0.5 and low <= 22.14 <= high and cell.endswith("FASTER")
+
+
+@pytest.mark.slow
+def test_attribute_runs_a_workload_first(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         app,
         [
             "attribute",
             "paged_decode",
             "--device",
-            "cpu",
+            DEVICE,
             "--case",
             "b2",
             "--rounds",
             "6",
+            "--samples",
+            "1",
+            "--buffer-sets",
+            "1",
             "--design",
             "endpoints",
             "--target",
             "skip_masked_tiles",
             "--sweep",
-            "num_splits=1,2,3",
+            "num_splits=1,2",
             "--sweep-baseline",
             "--out",
             str(tmp_path / "mech"),
             "--format",
-            "md",
+            "json",
         ],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
-    assert "| num_splits | µs | vs unforced target [95% CI] | target vs baseline at this value [95% CI] |" in res.stdout
+    out = json.loads(res.stdout)
+    assert [r["value"] for r in out["sweep"]] == [1, 2]
+    assert all(r["ci_low_pct"] <= r["effect_pct"] <= r["ci_high_pct"] for r in out["sweep"])

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from conftest import HAS_GPU, ROOT
 from kprof.cli import app
 from kprof.collectors import rocprofv3
-from kprof.commands.program import parse_leg
+from kprof.engine.program import parse_leg
 from kprof.errors import KprofInputError
 
 FAKE = ROOT / "tests" / "fake_bin"
@@ -32,8 +32,8 @@ def test_rocprofv3_command_asks_for_csv_in_a_named_place(tmp_path: Path) -> None
 
 
 def test_leg_specs() -> None:
-    assert parse_leg("fast:USE_FAST=1,BLOCK=64").env == (("USE_FAST", "1"), ("BLOCK", "64"))
-    assert parse_leg("base").env == ()
+    assert parse_leg("fast:USE_FAST=1,BLOCK=64") == ("fast", (("USE_FAST", "1"), ("BLOCK", "64")))
+    assert parse_leg("base") == ("base", ())
     with pytest.raises(KprofInputError):
         parse_leg("bad:NOVALUE")
 

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import EAGER, GRAPH, real
 from kprof.errors import KprofInputError
-from kprof.ingest import kineto, load_trace
+from kprof.ingest import load_trace
+from kprof.ingest.formats import kineto
 
 
 def _raw(path: Path) -> dict:

@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 
 from kprof.errors import KprofInputError
-from kprof.legs import design_legs
-from kprof.schedule import round_orders, williams_rows
+from kprof.engine.design import design_legs
+from kprof.engine.schedule import round_orders, williams_rows
 
 F = ("a", "b", "c")
 

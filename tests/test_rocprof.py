@@ -35,7 +35,7 @@ CURRENT_HEADER = (
 
 
 def _current_layout(tmp_path: Path) -> Path:
-    """The current rocprofv3 layout (formats.md §2.2), as in the rocprofiler-sdk docs' example rows."""
+    """The current rocprofv3 layout, as in the rocprofiler-sdk docs' example rows."""
     rows = [
         '"KERNEL_DISPATCH","Agent 4",1,1,852831,1,10,"void addition_kernel<float>(float*, float const*, float const*, '
         'int, int)",1,1551874061244694,1551874061255734,0,0,8,0,16,64,1,1,1024,1024,1',
@@ -100,7 +100,7 @@ def test_rocprofv3_json_mi350x() -> None:
 def _rocpd_db(path: Path) -> None:
     """A minimal database with the rocpd *views* kprof reads (columns as in rocpd's data_views.sql).
 
-    No real rocpd file is public (formats.md §6); this one is synthetic and only checks the query.
+    No real rocpd file is public; this one is synthetic and only checks the query.
     """
     con = sqlite3.connect(path)
     con.executescript("""
@@ -181,7 +181,7 @@ def test_rocprofv3_json_marker_ranges(tmp_path: Path) -> None:
 
 
 def test_legacy_rocprof_v1_results_csv(tmp_path: Path) -> None:
-    """rocprof v1 ``results.csv`` (header and row as in formats.md §2.5, from ROCm/aomp)."""
+    """rocprof v1 ``results.csv`` (header and row as in ROCm/aomp's examples)."""
     path = tmp_path / "results.csv"
     path.write_text(
         '"Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr","lds","scr","arch_vgpr",'

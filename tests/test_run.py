@@ -1,4 +1,5 @@
-"""`kprof run`, `report` and `calibrate` end to end on the CPU (Triton interpreter, host clock)."""
+"""`kprof run`, `report` and `calibrate` end to end: on the CPU (Triton interpreter, host clock),
+and the same tests on a GPU when one is present (device time)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from conftest import HAS_GPU
+from conftest import DEVICE, HAS_GPU
 from kprof.cli import app
-from kprof.run_store import RunStore
+from kprof.store.run_folder import RunFolder as RunStore
 
-pytestmark = pytest.mark.skipif(HAS_GPU, reason="CPU pipeline test (the GPU path is exercised on the GPU)")
 runner = CliRunner()
-SMALL = ["--device", "cpu", "--case", "b2", "--rounds", "6", "--samples", "1", "--buffer-sets", "2"]
+SMALL = ["--device", DEVICE, "--case", "b2", "--rounds", "6", "--samples", "1", "--buffer-sets", "2"]
+TIMER = "cuda-events" if HAS_GPU else "host-clock"
 
 
 def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
@@ -29,7 +30,7 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
-    assert report["timer"].startswith("host-clock")
+    assert report["timer"].startswith(TIMER)
     legs = {row["leg"]: row for row in report["legs"]}
     assert set(legs) == {"baseline", "all", "plain PyTorch", "baseline (A/A)"}
     for row in legs.values():
@@ -45,9 +46,10 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     checks = RunStore(out).read("checks")
     assert checks["passed"].all() and (checks["round"] == -1).any() and (checks["round"] == 6).any()
     md = runner.invoke(app, ["report", str(out), "--format", "md"], catch_exceptions=False)
-    assert "| baseline (A/A) |" in md.stdout and "host-clock" in md.stdout
+    assert "| baseline (A/A) |" in md.stdout and TIMER in md.stdout
 
 
+@pytest.mark.slow
 def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL]
@@ -57,9 +59,7 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     # Forget the last two rounds and the case's completion, as an interrupted run would have.
     for part in sorted((out / "samples").glob("*.parquet"))[-2:]:
         part.unlink()
-    meta = store.read_meta()
-    meta["case_status"] = {}
-    store.write_meta(meta)
+    store.update(case_status={})
     res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
     assert res.exit_code == 0
     after = store.read("samples")
@@ -70,6 +70,8 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
 
 
 def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
+    """A 50% delay planted into the leg: the spin timed alone measures it, and the recovered effect
+    (with its interval) lands near the planted one; the A/A copies are reported against the PR rule."""
     res = runner.invoke(
         app,
         [
@@ -82,16 +84,30 @@ def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
             "--out",
             str(tmp_path / "cal"),
             "--format",
-            "md",
-            *SMALL[:-2],
+            "json",
+            *SMALL,
         ],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
-    assert "Planted delays" in res.stdout and "spin 50% alone" in res.stdout
-    assert "kprof called" in res.stdout and "PR method" in res.stdout
+    out = json.loads(res.stdout)
+    (row,) = out["calibration"]
+    assert row["requested_pct"] == 50
+    legs = {r["leg"]: r for r in out["legs"]}
+    reference = next(r for r in out["legs"] if r["verdict"] == "REFERENCE")
+    # the spin alone lasts about half the reference's time (it is sized from the warm-up time)
+    assert 0.25 * reference["time_us"] < row["spin_us"] < 1.0 * reference["time_us"]
+    # planted effect = t_ref / (t_ref + t_spin) − 1: about −33% for a 50% delay
+    assert -45 < row["planted_effect_pct"] < -15
+    assert abs(row["recovered_pct"] - row["planted_effect_pct"]) < 12
+    assert row["ci_low_pct"] <= row["recovered_pct"] <= row["ci_high_pct"]
+    assert row["ci_high_pct"] < 0  # resolved as slower (at 6 rounds BH may still leave it UNRESOLVED)
+    assert legs[row["leg"]]["verdict"] == row["verdict"]
+    md = runner.invoke(app, ["report", str(tmp_path / "cal"), "--format", "md"], catch_exceptions=False).stdout
+    assert "spin 50% alone" in md and "kprof called" in md and "PR method" in md
 
 
+@pytest.mark.slow
 def test_per_leg_buffers_give_each_leg_its_own_set(tmp_path: Path) -> None:
     out = tmp_path / "pr"
     args = ["run", "paged_decode", "--design", "endpoints", "--buffers", "per-leg", "--out", str(out), *SMALL]
@@ -113,13 +129,17 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
         (["run", "paged_decode", "--device", "cpu", "--case", "zzz"], "--case"),
         (["report", str(tmp_path)], "not a kprof run folder"),
         (["run", "paged_decode", "--device", "tpu"], "--device"),
-        (["run", "paged_decode", "--device", "cuda"], "no GPU is visible"),
+        (["run", "paged_decode", "--device", "cpu", "--dtype", "bogus"], "--dtype"),
+        (["run", "paged_decode", "--device", "cpu", "--samples", "0"], "--samples"),
+        (["run", "paged_decode", "--device", "cpu", "--target", "bogus"], "--target"),
+        *([] if HAS_GPU else [(["run", "paged_decode", "--device", "cuda"], "no GPU is visible")]),
     ]:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert res.stderr.count("\n") == 1 and word in res.stderr, (args, res.stderr)
 
 
+@pytest.mark.slow
 def test_sweep_legs_are_checked_with_the_float64_tolerance(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     args = ["run", "paged_decode", "--design", "endpoints", "--sweep", "num_splits=1,3", "--out", str(out), *SMALL]
@@ -178,7 +198,7 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
             "--design",
             "add-one",
             "--device",
-            "cpu",
+            DEVICE,
             "--rounds",
             "6",
             "--samples",
@@ -194,17 +214,17 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     legs = {row["leg"] for row in json.loads(res.stdout)["legs"]}
     assert {"baseline", "double_buffer", "baseline (A/A)"} <= legs
     assert not any("crash" in leg for leg in legs)  # the crashing legs lost only themselves
-    status = RunStore(out).read_meta()["case_status"]["n4096"]
-    assert status["status"] == "done" and set(status["crashed_legs"]) >= {"crash"}
+    status = RunStore(out).read_run().case_status["n4096"]
+    assert status.status == "done" and set(status.crashed_legs) >= {"crash"}
     # a leg that raises at launch (does not compile) fails alone, in its worker, with the reason
     assert not any("no_fit" in leg for leg in legs)
-    assert "no_fit" not in status["crashed_legs"]
-    assert status["failed"]["no_fit"] == "launch: RuntimeError: out of resource: shared memory, Required: 262144"
+    assert "no_fit" not in status.crashed_legs
+    assert status.failed["no_fit"] == "launch: RuntimeError: out of resource: shared memory, Required: 262144"
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_git_state_says_when_the_tree_has_uncommitted_changes(tmp_path: Path) -> None:
-    from kprof.commands.run import git_state
+    from kprof.engine.environment import git_state
 
     assert git_state(tmp_path) == {"git_revision": None, "git_dirty": None}  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]

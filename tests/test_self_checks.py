@@ -4,7 +4,7 @@ from kprof.timer.self_checks import judge_flush, judge_launch_gap
 
 
 def test_flush_judgement_uses_the_measured_h200_case() -> None:
-    # measurement.md §4.9 on an H200: 10.35 µs warm (with launch) vs 12.80 and 12.77 µs flushed.
+    # measured on an H200: 10.35 µs warm (with launch) vs 12.80 and 12.77 µs flushed.
     assert judge_flush(10_350, 12_800, 12_770)["passed"]
     assert not judge_flush(10_350, 11_000, 12_800)["passed"]  # a bigger flush still changes the time
     assert not judge_flush(12_900, 12_800, 12_770)["passed"]  # "cold" is no slower than warm

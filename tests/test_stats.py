@@ -1,4 +1,4 @@
-"""Statistics against measurement.md §4.11's test vectors, scipy, and brute force."""
+"""Statistics against published test vectors, scipy, and brute force."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_sign_convention_and_verdicts() -> None:
 
 
 def test_resolution_formulas_match_the_table() -> None:
-    # measurement.md §5: at R = 16, h/σ = 0.53 and MDE/σ = 0.75 (paired t, before the Wilcoxon factor).
+    # paired-t power arithmetic: at R = 16, h/σ = 0.53 and MDE/σ = 0.75 (paired t, before the Wilcoxon factor).
     assert S.noise_floor(1.0, 16) == pytest.approx(0.53, abs=0.01)
     assert S.minimum_detectable_effect(1.0, 16) / 1.02 == pytest.approx(0.75, abs=0.01)
     assert S.noise_sigma([0.0, 1.0, -1.0, 0.5, -0.5]) > 0

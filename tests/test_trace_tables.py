@@ -11,7 +11,7 @@ import pytest
 from conftest import EAGER, GRAPH, real
 from kprof.analysis.trace_tables import trace_tables
 from kprof.ingest import load_trace
-from kprof.ingest.attribute import compile_step_pattern
+from kprof.ingest.assign_ranges import compile_step_pattern
 
 
 def _tables(path, steps=None):

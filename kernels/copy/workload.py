@@ -1,4 +1,4 @@
-"""copy: a bf16 device-to-device copy (``Tensor.copy_``), as in measurement.md §3.
+"""copy: a bf16 device-to-device copy (``Tensor.copy_``): the bandwidth every other workload is measured against.
 
 No levers: it is the 100%-bandwidth reference and the simplest kernel to plant delays into
 (``kprof calibrate copy``). Bytes counted as read + written.

@@ -192,15 +192,18 @@ def mla_decode(
     block_h: int = 16,
     block_n: int = 32,
     stage1_warps: int = 4,
+    compile_only: bool = False,
 ):
     """q: [B, H, 576]; kv: [rows, 576]; page_table: [B, ≥ max_seq] int32 (token → row); seq_lens: [B];
     out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits).
-    Returns the compiled stage-1 kernel (None under the interpreter), for its occupancy."""
+    ``compile_only``: compile stage 1 without launching anything and return it (None under the
+    interpreter), for its occupancy."""
     batch, heads, _ = q.shape
     tokens = tokens_per_split(max_seq_len, num_splits, block_n)
     head_blocks = triton.cdiv(heads, block_h)
     grid = (num_splits, batch, head_blocks) if split_major_grid else (batch, num_splits, head_blocks)
-    stage1 = mla_decode_stage1[grid](
+    stage1_kernel = mla_decode_stage1.warmup if compile_only else mla_decode_stage1[grid]
+    stage1 = stage1_kernel(
         q,
         kv,
         page_table,
@@ -227,7 +230,10 @@ def mla_decode(
         PIPELINED_LOADS=pipelined_loads,
         SPLIT_MAJOR=split_major_grid,
         num_warps=stage1_warps,
+        **({"grid": grid} if compile_only else {}),
     )
+    if compile_only:
+        return stage1
     d_split, warps = stage2_tiling(batch, heads, num_sms, tiled_reduce)
     mla_decode_stage2[(batch, heads, d_split)](
         o_part,
@@ -245,4 +251,3 @@ def mla_decode(
         BLOCK_D=KV_LORA // d_split,
         num_warps=warps,
     )
-    return stage1

@@ -162,15 +162,24 @@ class MlaDecode(Workload):
         )
         s = state
 
-        def call(num_splits: int) -> Any:
+        def call(num_splits: int, compile_only: bool = False) -> Any:
             return mla_decode(
-                s.q, s.kv, s.page_table, s.seq_lens, s.out, s.o_part, s.lse_part, num_splits=num_splits, **kwargs
+                s.q,
+                s.kv,
+                s.page_table,
+                s.seq_lens,
+                s.out,
+                s.o_part,
+                s.lse_part,
+                num_splits=num_splits,
+                compile_only=compile_only,
+                **kwargs,
             )
 
         if "wave_fit_splits" in features and "num_splits" not in params:
-            # One launch compiles stage 1 (every call rewrites the outputs) and tells its resident
-            # programs per SM; one per SM where that is unknown (interpreter, ROCm).
-            per_sm = programs_per_sm(call(splits)) or 1
+            # Compiling stage 1 (nothing is launched) tells its resident programs per SM; one per
+            # SM where that is unknown (interpreter, ROCm).
+            per_sm = programs_per_sm(call(splits, compile_only=True)) or 1
             most = min(triton.cdiv(p["context"], kwargs["block_n"]), MAX_SPLITS)
             splits = wave_fit_splits(splits, programs_per_split(p["batch"], p["heads"]), s.num_sms * per_sm, most)
         return lambda: call(splits)

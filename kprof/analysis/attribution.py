@@ -1,4 +1,4 @@
-"""Per-lever attribution from one run's legs (measurement.md §4.6), per round, then Hodges–Lehmann.
+"""Per-lever attribution from one run's legs, per round, then Hodges–Lehmann.
 
 With v(S) = ln t(S) − ln t(∅) per round (S a set of levers):
 * add-one: v({f}) — the lever's effect in the baseline's context;
@@ -19,21 +19,22 @@ import pandas as pd
 
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import CaseSummary, control_false_discoveries, per_round_logs, round_statistics
+from kprof.run_model import Leg, Role
 
 DESIGN_ORDER = ("total", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
 
 
-def _leg_by_features(legs: list[dict[str, Any]]) -> dict[frozenset[str], str]:
+def _leg_by_features(legs: list[Leg]) -> dict[frozenset[str], str]:
     """Legs without forced parameters, keyed by their feature set (the first, non-A/A copy)."""
     out: dict[frozenset[str], str] = {}
-    for d in legs:
-        if d["params"] or d.get("replica", 0) or "aa" in d["roles"]:
+    for leg in legs:
+        if leg.params or leg.replica or leg.has(Role.AA):
             continue
-        out.setdefault(frozenset(d["features"]), d["name"])
+        out.setdefault(leg.features, leg.name)
     return out
 
 
-def lever_values(logs: pd.DataFrame, legs: list[dict[str, Any]], levers: Sequence[str]) -> dict[str, pd.Series]:
+def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> dict[str, pd.Series]:
     """Per-round series for every attribution quantity that the run's legs allow."""
     by = _leg_by_features(legs)
     full = frozenset(levers)
@@ -72,7 +73,7 @@ def lever_values(logs: pd.DataFrame, legs: list[dict[str, Any]], levers: Sequenc
 
 
 def attribute_run(
-    samples: pd.DataFrame, legs: list[dict[str, Any]], levers: Sequence[str], summaries: dict[str, CaseSummary]
+    samples: pd.DataFrame, legs: list[Leg], levers: Sequence[str], summaries: dict[str, CaseSummary]
 ) -> pd.DataFrame:
     """One row per (case, design, lever): estimate, exact 95% interval, p, verdict (BH across all rows)."""
     rounds = round_statistics(samples)
@@ -121,7 +122,7 @@ def _trend(per_dose: list[pd.Series]) -> float:
 
 def sweep_table(
     samples: pd.DataFrame,
-    legs: list[dict[str, Any]],
+    legs: list[Leg],
     summaries: dict[str, CaseSummary],
     columns: dict[str, dict[str, dict[str, Any]]] | None = None,
 ) -> pd.DataFrame:
@@ -129,17 +130,17 @@ def sweep_table(
     trend test over the values. When the baseline was forced too (``--sweep-baseline``), the
     target's effect at each value (``lever_*`` columns, with its own trend test): the table a
     mechanism claim needs. ``columns``: what each value means per case (e.g. loop trips)."""
-    sweep_legs = [d for d in legs if "sweep" in d["roles"]]
+    sweep_legs = [leg for leg in legs if leg.has(Role.SWEEP)]
     if not sweep_legs:
         return pd.DataFrame()
-    name = sweep_legs[0]["params"][0][0]
-    target = next(d["name"] for d in legs if "target" in d["roles"])
-    baseline_at = {d["params"][0][1]: d["name"] for d in legs if "sweep_baseline" in d["roles"]}
+    name = sweep_legs[0].params[0][0]
+    target = next(leg.name for leg in legs if leg.has(Role.TARGET))
+    baseline_at = {leg.params[0][1]: leg.name for leg in legs if leg.has(Role.SWEEP_BASELINE)}
     rounds = round_statistics(samples)
     rows = []
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case).dropna(how="any")
-        doses = sorted(((d["params"][0][1], d["name"]) for d in sweep_legs if d["name"] in logs), key=lambda x: x[0])
+        doses = sorted(((leg.params[0][1], leg.name) for leg in sweep_legs if leg.name in logs), key=lambda x: x[0])
         paired = [(v, n) for v, n in doses if baseline_at.get(v) in logs]
         summary = summaries.get(case)
         threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)

@@ -1,4 +1,4 @@
-"""From raw samples of a run to per-leg effects with intervals and verdicts (measurement.md §4–5).
+"""From raw samples of a run to per-leg effects with intervals and verdicts.
 
 Per (case, leg, round) the within-round statistic is the 20%-trimmed mean of the cold samples;
 per round ``d = ln(t_leg / t_baseline)``; the A/A leg sets the noise floor and gates the case: if
@@ -17,9 +17,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from kprof.analysis import stats as S
+from kprof.run_model import PLANT, SPIN_PARAM, Leg, Role
 
 TRIM = 0.2
-AA_ROLE = "aa"
 
 
 def round_statistics(samples: pd.DataFrame) -> pd.DataFrame:
@@ -66,15 +66,16 @@ def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
 
 def leg_effects(
     samples: pd.DataFrame,
-    legs: list[dict[str, Any]],
+    legs: list[Leg],
     threshold_pct: float,
     bytes_per_call: dict[str, dict[str, int]] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, CaseSummary]]:
-    """Effects of every leg against the baseline, per case; plus a summary (A/A gate, resolution) per case."""
+    """Effects of every leg against the baseline, per case; plus a summary (A/A gate, resolution)
+    per case. The first A/A copy gates the case; the others are reported as comparisons."""
     rounds = round_statistics(samples)
-    role_of = {d["name"]: set(d["roles"]) for d in legs}
-    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
-    aa_leg = next(d["name"] for d in legs if AA_ROLE in d["roles"])
+    by_name = {leg.name: leg for leg in legs}
+    baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
+    aa_leg = next((leg.name for leg in legs if leg.has(Role.AA)), None)
     rows: list[dict[str, Any]] = []
     summaries: dict[str, CaseSummary] = {}
     for case in pd.unique(rounds["case"]):
@@ -83,7 +84,7 @@ def leg_effects(
             continue
         d_all = logs.sub(logs[baseline], axis=0).dropna(how="any")
         n = len(d_all)
-        aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg in d_all else None
+        aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg is not None and aa_leg in d_all else None
         sigma = S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan")
         mde = S.minimum_detectable_effect(sigma, n) if aa is not None else float("inf")
         threshold = max(S.pct_threshold_to_log(threshold_pct), mde)
@@ -103,16 +104,17 @@ def leg_effects(
             rounds_for_threshold=S.rounds_needed(sigma, S.pct_threshold_to_log(threshold_pct)) if aa is not None else 0,
         )
         t_base = np.exp(logs[baseline]).median()
-        declared = [d["name"] for d in legs if d["name"] in logs.columns]
+        declared = [leg.name for leg in legs if leg.name in logs.columns]
         for leg in declared:
+            roles = by_name[leg].roles
             t_med = float(np.exp(logs[leg]).median())
-            row = dict(case=case, leg=leg, roles=sorted(role_of.get(leg, ())), rounds=n, time_us=t_med / 1e3)
+            row = dict(case=case, leg=leg, roles=sorted(r.value for r in roles), rounds=n, time_us=t_med / 1e3)
             nbytes = (bytes_per_call or {}).get(case, {})
             for convention, b in nbytes.items():
                 row[f"gbps_{convention}"] = b / t_med  # bytes per ns = GB/s
             if leg == baseline:
                 row.update(effect_pct=0.0, ci_low_pct=0.0, ci_high_pct=0.0, p=1.0, p_sign=1.0, verdict="REFERENCE")
-            elif "spin" in role_of.get(leg, ()):  # a planted delay measured alone: not a comparison
+            elif Role.SPIN in roles:  # a planted delay measured alone: not a comparison
                 row.update(
                     effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
                 )
@@ -123,7 +125,7 @@ def leg_effects(
                     p_sign=eff.p_sign,
                     estimate=eff.estimate,
                 )
-                if biased and "aa" not in role_of.get(leg, ()):  # A/A copies stay visible: they are the evidence
+                if biased and Role.AA not in roles:  # A/A copies stay visible: they are the evidence
                     row["verdict"] = "BIASED"
             row["ratio_to_baseline"] = t_med / t_base
             rows.append(row)
@@ -144,19 +146,21 @@ def control_false_discoveries(table: pd.DataFrame, tested: pd.Series) -> pd.Data
     return table
 
 
-def sign_rule(samples: pd.DataFrame, legs: list[dict[str, Any]], rounds: int = 5) -> pd.DataFrame:
-    """The PR method (measurement.md §0) on the same samples: per-round median ratio against the
-    baseline over the first ``rounds`` timed rounds; a leg is "quoted" only if every round has the
-    same sign; the value is the median of the per-round effects. Kept to show what it would claim."""
-    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
+def sign_rule(samples: pd.DataFrame, legs: list[Leg], rounds: int = 5) -> pd.DataFrame:
+    """The by-hand PR method on the same samples: per-round median ratio against the baseline over
+    the first ``rounds`` timed rounds; a leg is "quoted" only if every round has the same sign (5/5);
+    the value is the median of the per-round effects. Kept to show what it would claim."""
+    baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
     timed = samples[~samples["burn_in"]]
     first = sorted(pd.unique(timed["round"]))[:rounds]
     med = timed[timed["round"].isin(first)].groupby(["case", "leg", "round"])["time_ns"].median().unstack("leg")
     rows = []
     for case, per_round in med.groupby(level="case", sort=False):
+        if baseline not in per_round:
+            continue
         for d in legs:
-            leg = d["name"]
-            if leg == baseline or leg not in per_round or "spin" in d["roles"]:
+            leg = d.name
+            if not d.is_comparison or leg not in per_round:
                 continue
             effects = 100.0 * (per_round[baseline] / per_round[leg] - 1.0)
             signs = np.sign(effects.to_numpy())
@@ -164,7 +168,7 @@ def sign_rule(samples: pd.DataFrame, legs: list[dict[str, Any]], rounds: int = 5
                 dict(
                     case=case,
                     leg=leg,
-                    roles=sorted(d["roles"]),
+                    roles=sorted(r.value for r in d.roles),
                     rounds=len(effects),
                     effect_pct=float(effects.median()),
                     quoted=bool(len(signs) == rounds and (np.all(signs > 0) or np.all(signs < 0))),
@@ -173,16 +177,21 @@ def sign_rule(samples: pd.DataFrame, legs: list[dict[str, Any]], rounds: int = 5
     return pd.DataFrame(rows)
 
 
-def calibration_table(samples: pd.DataFrame, effects: pd.DataFrame, legs: list[dict[str, Any]]) -> pd.DataFrame:
+def calibration_table(samples: pd.DataFrame, effects: pd.DataFrame, legs: list[Leg]) -> pd.DataFrame:
     """Planted vs recovered. Planted time = (spin alone) − (zero-length spin alone), both timed in the
-    same rounds, so the fixed cost of one more kernel cancels as it does between the legs."""
+    same rounds, so the fixed cost of one more kernel cancels as it does between the legs. Empty for
+    a run without planted legs."""
+    planted = {leg.name: float(dict(leg.params)[PLANT]) for leg in legs if leg.has(Role.PLANTED)}
+    if not planted:
+        return pd.DataFrame()
     rounds = round_statistics(samples)
-    baseline = next(d["name"] for d in legs if "baseline" in d["roles"])
-    planted = {d["name"]: dict(d["params"])["plant_pct"] for d in legs if "planted" in d["roles"]}
-    spins = {float(dict(d["params"])["spin_pct"]): d["name"] for d in legs if "spin" in d["roles"]}
+    baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
+    spins = {float(dict(leg.params)[SPIN_PARAM]): leg.name for leg in legs if leg.has(Role.SPIN)}
     rows = []
     for case in pd.unique(rounds["case"]):
         per = rounds[rounds["case"] == case].pivot(index="round", columns="leg", values="t_ns")
+        if baseline not in per:
+            continue
         t_base = float(per[baseline].median())
         zero = spins.get(0.0)
         for leg, pct in planted.items():

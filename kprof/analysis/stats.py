@@ -1,6 +1,6 @@
 """Paired-round statistics: estimates, exact intervals, tests, multiplicity, verdicts, attribution.
 
-Everything works on per-round log-ratios ``d_r = ln(t_leg,r / t_ref,r)`` (measurement.md §4.4):
+Everything works on per-round log-ratios ``d_r = ln(t_leg,r / t_ref,r)``:
 rounds are blocks, so slow drift cancels inside each ratio. Reported effects follow kprof's sign
 convention, ``effect_pct = 100·(t_ref / t_leg − 1) = 100·(exp(−d) − 1)``: positive means faster.
 The exact Wilcoxon null distribution gives both the test and the Hodges–Lehmann interval, so the

@@ -87,7 +87,7 @@ def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] |
             "p90_us": g.quantile(0.90),
             "min_us": g.min(),
             "max_us": g.max(),
-            "std_us": g.std(ddof=1).fillna(0.0),
+            "std_us": g.std(ddof=1),  # undefined for one call: left empty
         }
     ).reset_index()
     table["kind"] = table["kind"].astype(str)

@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kprof.collectors import ProgramCollector
 from kprof.errors import KprofInputError
 
 TOOL = "rocprofv3"
@@ -68,3 +69,10 @@ def run(
     if not found:
         raise KprofInputError(out_dir, f"{tool} wrote no {prefix}_kernel_trace.csv")
     return found[-1]
+
+
+def _check(program: Sequence[str]) -> None:
+    """Any command runs under rocprofv3; whether the tool is installed is checked when it runs."""
+
+
+COLLECTOR = ProgramCollector(TOOL, "AMD's rocprofv3 (kernel and marker traces, CSV) around any command", _check, run)

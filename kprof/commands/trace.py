@@ -10,8 +10,8 @@ import pandas as pd
 
 from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.ingest import load_traces
-from kprof.ingest.attribute import compile_step_pattern
-from kprof.store import save_frames
+from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.store.trace_folder import save_frames
 from kprof.trace import Trace
 
 

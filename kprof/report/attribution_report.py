@@ -1,21 +1,22 @@
-"""`kprof attribute` output: the per-lever table a PR quotes, in terminal, markdown, JSON and HTML."""
+"""`kprof attribute` output: the per-lever table a PR quotes (a Document: terminal, markdown, JSON),
+and a self-contained HTML page with plots."""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
+from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.errors import KprofInputError
-from kprof.report.run_report import VERDICT_STYLE, effect_text, timer_label
+from kprof.report.run_report import aa_records, effect_cell, header
+from kprof.report.table import Cell, Column, Document, Table, records
+from kprof.run_model import Run
 
 DESIGN_TITLES = {
     "total": "all levers together vs baseline",
@@ -25,23 +26,36 @@ DESIGN_TITLES = {
     "interaction": "two-way interactions (±1-coded factorial effect)",
     "unexplained": "total − Σ add-one (what an additive story misses)",
 }
+CONVENTION = (
+    "effect = 100·(t_without/t_with − 1): positive = the lever makes it faster; Hodges–Lehmann estimate "
+    "[exact 95% interval] over rounds; verdicts after Benjamini–Hochberg"
+)
 
 
-def cell(row: pd.Series) -> str:
-    """One grid cell: the run table's effect text, then the verdict (a biased case has none)."""
-    text = effect_text(row)
-    return text if row["verdict"] == "BIASED" else f"{text} {row['verdict']}"
-
-
-def _grids(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+def _grids(table: pd.DataFrame) -> list[tuple[str, list[str], list[tuple[str, list[pd.Series | None]]]]]:
+    """Per design: the levers, and per case the row of each lever (None where the design has none)."""
     out = []
     for design in DESIGN_TITLES:
         sub = table[table["design"] == design]
-        if len(sub):
-            grid = sub.assign(text=sub.apply(cell, axis=1)).pivot(index="case", columns="lever", values="text")
-            grid = grid.reindex(pd.unique(sub["case"]))
-            out.append((design, grid.fillna("")))
+        if not len(sub):
+            continue
+        levers = sorted(pd.unique(sub["lever"]))
+        rows = []
+        for case in pd.unique(sub["case"]):
+            by_lever = {r["lever"]: r for _, r in sub[sub["case"] == case].iterrows()}
+            rows.append((str(case), [by_lever.get(lever) for lever in levers]))
+        out.append((design, levers, rows))
     return out
+
+
+def grid_tables(table: pd.DataFrame) -> list[Table]:
+    tables = []
+    for design, levers, rows in _grids(table):
+        t = Table(DESIGN_TITLES[design], [Column("case", "left", is_name=True), *(Column(lv) for lv in levers)])
+        for case, cells in rows:
+            t.add(case, *(effect_cell(r, with_verdict=True) if r is not None else "" for r in cells))
+        tables.append(t)
+    return tables
 
 
 SWEEP_RESULT_COLUMNS = {"case", "param", "value", "time_us", "trend_p", "bh_significant", "rounds"}
@@ -55,25 +69,28 @@ def sweep_title(rows: pd.DataFrame) -> str:
     return title + ")"
 
 
-def sweep_cells(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """One case's sweep table: the value, what it means (the workload's columns), time, effect vs
-    the unforced target and, when the baseline was forced too, the target's effect at that value."""
-    extra = [c for c in rows.columns if c not in SWEEP_RESULT_COLUMNS and not c.startswith("lever_")]
-    extra = [c for c in extra if rows[c].notna().any()]
-    paired = "lever_verdict" in rows and rows["lever_verdict"].notna().any()
-    headers = [str(rows["param"].iloc[0]), *extra, "µs", "vs unforced target [95% CI]"]
-    headers += ["target vs baseline at this value [95% CI]"] if paired else []
-    body = []
-    for _, r in rows.iterrows():
-        line = [str(r["value"]), *(str(r[c]) for c in extra), f"{r['time_us']:,.2f}", cell(r)]
-        if paired:
-            lever = pd.Series({k[len("lever_") :]: v for k, v in r.items() if k.startswith("lever_")})
-            line.append(cell(pd.concat([lever, r[["rounds"]]])) if pd.notna(lever["verdict"]) else "")
-        body.append(line)
-    return headers, body
+def sweep_tables(sweep: pd.DataFrame) -> list[Table]:
+    """Per case: the value, what it means (the workload's columns), time, effect vs the unforced
+    target and, when the baseline was forced too, the target's effect at that value."""
+    tables = []
+    for _, rows in sweep.groupby("case", sort=False):
+        extra = [c for c in rows.columns if c not in SWEEP_RESULT_COLUMNS and not c.startswith("lever_")]
+        extra = [c for c in extra if rows[c].notna().any()]
+        paired = "lever_verdict" in rows and rows["lever_verdict"].notna().any()
+        headers = [str(rows["param"].iloc[0]), *extra, "µs", "vs unforced target [95% CI]"]
+        headers += ["target vs baseline at this value [95% CI]"] if paired else []
+        t = Table(sweep_title(rows), [Column(h) for h in headers])
+        for _, r in rows.iterrows():
+            line = [str(r["value"]), *(str(r[c]) for c in extra), f"{r['time_us']:,.2f}", effect_cell(r, True)]
+            if paired:
+                lever = {k[len("lever_") :]: v for k, v in r.items() if k.startswith("lever_")}
+                line.append(effect_cell(dict(lever, rounds=r["rounds"]), True) if pd.notna(lever["verdict"]) else "")
+            t.add(*line)
+        tables.append(t)
+    return tables
 
 
-def _aa_line(s: CaseSummary) -> str:
+def aa_line(s: CaseSummary) -> str:
     if s.aa is None:
         return f"{s.case}: no A/A leg"
     gate = "BIASED — nothing quoted" if s.biased else "holds 0"
@@ -83,92 +100,38 @@ def _aa_line(s: CaseSummary) -> str:
     )
 
 
-def render_terminal(
-    table: pd.DataFrame, sweep: pd.DataFrame, summaries: dict[str, CaseSummary], meta: dict[str, Any], console: Console
-) -> None:
-    console.print(
-        f"[bold]{meta['workload_name']}[/bold] attribution · {meta['device']} {meta['dtype']} · timer: "
-        f"{timer_label(meta)} · effect = 100·(t_without/t_with − 1), + = the lever makes it faster"
-    )
-    for design, grid in _grids(table):
-        t = Table(title=DESIGN_TITLES[design], title_justify="left")
-        t.add_column("case", no_wrap=True)
-        for lever in grid.columns:
-            t.add_column(lever, justify="right")
-        for case, row in grid.iterrows():
-            cells = []
-            for v in row:
-                verdict = v.rsplit(" ", 1)[-1] if v else ""
-                style = VERDICT_STYLE.get(verdict, "")
-                cells.append(f"[{style}]{v}[/{style}]" if style else v)
-            t.add_row(str(case), *cells)
-        console.print(t)
-    if len(sweep):
-        _sweep_terminal(sweep, console)
-    for s in summaries.values():
-        console.print("  " + _aa_line(s))
-
-
-def _sweep_terminal(sweep: pd.DataFrame, console: Console) -> None:
-    for _, rows in sweep.groupby("case", sort=False):
-        headers, body = sweep_cells(rows)
-        t = Table(title=sweep_title(rows), title_justify="left")
-        for h in headers:
-            t.add_column(h, justify="right")
-        for line in body:
-            t.add_row(*line)
-        console.print(t)
-
-
-def render_markdown(
-    table: pd.DataFrame, sweep: pd.DataFrame, summaries: dict[str, CaseSummary], meta: dict[str, Any]
-) -> str:
-    lines = [
-        f"**{meta['workload_name']}** per-lever attribution, {meta['device']} {meta['dtype']}, timer: "
-        f"{timer_label(meta)}. Effect = 100·(t_without/t_with − 1): positive = the lever makes it faster; "
-        "Hodges–Lehmann estimate [exact 95% interval] over rounds; verdicts after Benjamini–Hochberg.",
-        "",
-    ]
-    for design, grid in _grids(table):
-        lines += [
-            f"**{DESIGN_TITLES[design]}**",
-            "",
-            "| case | " + " | ".join(grid.columns) + " |",
-            "|---|" + "---|" * len(grid.columns),
-        ]
-        lines += [f"| {case} | " + " | ".join(row) + " |" for case, row in grid.iterrows()]
-        lines.append("")
-    if len(sweep):
-        for _, rows in sweep.groupby("case", sort=False):
-            headers, body = sweep_cells(rows)
-            lines += [f"**{sweep_title(rows)}**", "", "| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
-            lines += ["| " + " | ".join(line) + " |" for line in body]
-            lines.append("")
-    lines += [_aa_line(s) for s in summaries.values()]
-    return "\n".join(lines) + "\n"
-
-
-def to_json(
-    table: pd.DataFrame, sweep: pd.DataFrame, summaries: dict[str, CaseSummary], meta: dict[str, Any]
-) -> dict[str, Any]:
-    aa = [
-        {
-            "case": s.case,
-            "effect_pct": s.aa.effect_pct,
-            "ci_low_pct": s.aa.ci_low_pct,
-            "ci_high_pct": s.aa.ci_high_pct,
-            "verdict": "BIASED" if s.biased else s.aa.verdict,
-        }
-        for s in summaries.values()
-        if s.aa is not None
-    ]
-    return {
-        "workload": meta["workload_name"],
-        "timer": timer_label(meta),
-        "levers": json.loads(table.to_json(orient="records")),
-        "aa": aa,
-        "sweep": json.loads(sweep.to_json(orient="records")) if len(sweep) else [],
+def attribution_document(result: Attribution) -> Document:
+    run: Run = result.run.run
+    doc = Document()
+    doc.text(header(run, " per-lever attribution") + "; " + CONVENTION + ".", "bold")
+    for t in grid_tables(result.levers):
+        doc.table(t)
+    for t in sweep_tables(result.sweep) if len(result.sweep) else []:
+        doc.table(t)
+    for s in result.run.summaries.values():
+        doc.text(aa_line(s))
+    doc.data = {
+        "workload": run.workload_name,
+        "timer": run.timer_label,
+        "levers": records(result.levers),
+        "aa": [
+            {k: v for k, v in a.items() if k in ("case", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict")}
+            for a in aa_records(result.run.summaries)
+        ],
+        "sweep": records(result.sweep),
+        "kernels": records(result.run.kernel_effects),
     }
+    doc.records = result.levers
+    return doc
+
+
+def html_table(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in t.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c.text if isinstance(c, Cell) else c)}</td>" for c in row) + "</tr>"
+        for row in t.rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _png(fig: Any) -> str:
@@ -177,14 +140,10 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def render_html(
-    table: pd.DataFrame,
-    sweep: pd.DataFrame,
-    per_round: dict[str, dict[str, pd.Series]],
-    summaries: dict[str, CaseSummary],
-    meta: dict[str, Any],
-) -> str:
+def render_html(result: Attribution) -> str:
     """One self-contained page: the tables, per-round points with intervals per lever, the sweep curve."""
+    table, sweep, per_round = result.levers, result.sweep, result.per_round
+    summaries, run = result.run.summaries, result.run.run
     try:
         import matplotlib
 
@@ -193,13 +152,12 @@ def render_html(
     except ImportError:
         raise KprofInputError("--format html", "needs matplotlib (pip install 'kprof[html]')") from None
     parts = [
-        f"<h1>{html.escape(meta['workload_name'])}: per-lever attribution</h1>",
-        f"<p>{html.escape(timer_label(meta))}; effect = 100·(t_without/t_with − 1), positive = faster; "
-        "Hodges–Lehmann estimate with exact 95% interval; verdicts after Benjamini–Hochberg.</p>",
+        f"<h1>{html.escape(run.workload_name)}: per-lever attribution</h1>",
+        f"<p>{html.escape(run.timer_label)}; {html.escape(CONVENTION)}.</p>",
     ]
-    for design, grid in _grids(table):
-        parts.append(f"<h2>{html.escape(DESIGN_TITLES[design])}</h2>")
-        parts.append(grid.to_html(escape=True))
+    for t in grid_tables(table):
+        parts.append(f"<h2>{html.escape(t.title)}</h2>")
+        parts.append(html_table(t))
     for case, series in per_round.items():
         keys = [k for k in series if k.split("|")[0] in ("shapley", "add_one", "leave_one_out")]
         if not keys:
@@ -225,10 +183,9 @@ def render_html(
         parts.append(f'<img alt="per-round effects, {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">')
         plt.close(fig)
     if len(sweep):
-        for case, rows in sweep.groupby("case", sort=False):
-            headers, body = sweep_cells(rows)
-            parts.append(f"<h2>{html.escape(sweep_title(rows))}</h2>")
-            parts.append(pd.DataFrame(body, columns=headers).to_html(index=False, escape=True))
+        for (case, rows), t in zip(sweep.groupby("case", sort=False), sweep_tables(sweep)):
+            parts.append(f"<h2>{html.escape(t.title)}</h2>")
+            parts.append(html_table(t))
             paired = "lever_effect_pct" in rows and rows["lever_effect_pct"].notna().any()
             fig, axes = plt.subplots(1, 2 if paired else 1, figsize=(11 if paired else 6, 3.5), squeeze=False)
             axes[0][0].plot(rows["value"], rows["time_us"], "o-")
@@ -249,7 +206,7 @@ def render_html(
                 ax.set_xlabel(rows["param"].iloc[0])
             parts.append(f'<img alt="sweep {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">')
             plt.close(fig)
-    parts += [f"<p>{html.escape(_aa_line(s))}</p>" for s in summaries.values()]
+    parts += [f"<p>{html.escape(aa_line(s))}</p>" for s in summaries.values()]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>kprof attribution</title>"
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"

@@ -1,33 +1,29 @@
-"""`kprof trace` output: rich terminal tables, markdown for a PR, CSV and JSON."""
+"""`kprof trace` output: per kernel, per step and per annotation, one document per run of the command."""
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from typing import Any
 
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
+from kprof.report.table import Column, Document, Table, records
 
-COMPACT_KERNEL_COLUMNS = {"short_name", "calls", "total_us", "mean_us", "median_us", "p90_us", "pct_busy"}
-WIDE_CONSOLE = 150
+# (column of the per-kernel table, header, shown in narrow terminals too)
 KERNEL_VIEW = [
-    ("short_name", "kernel"),
-    ("kind", "kind"),
-    ("calls", "calls"),
-    ("total_us", "total µs"),
-    ("mean_us", "mean"),
-    ("median_us", "median"),
-    ("p10_us", "p10"),
-    ("p90_us", "p90"),
-    ("min_us", "min"),
-    ("max_us", "max"),
-    ("std_us", "std"),
-    ("pct_busy", "% busy"),
+    ("short_name", "kernel", True),
+    ("kind", "kind", False),
+    ("calls", "calls", True),
+    ("total_us", "total µs", True),
+    ("mean_us", "mean", True),
+    ("median_us", "median", True),
+    ("p10_us", "p10", False),
+    ("p90_us", "p90", True),
+    ("min_us", "min", False),
+    ("max_us", "max", False),
+    ("std_us", "std", False),
+    ("pct_busy", "% busy", True),
 ]
 STEP_VIEW = [
     ("step", "step"),
@@ -44,35 +40,22 @@ ANNOTATION_VIEW = [
     ("self_us", "self µs"),
     ("kernels", "kernels"),
 ]
+LEFT = {"short_name", "kind", "name"}
 
 
-def _fmt(value: Any) -> str:
+def fmt(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else ""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "–"
         return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.2f}"
     return str(value)
 
 
-def _rows(frame: pd.DataFrame, view: list[tuple[str, str]], top: int | None) -> list[list[str]]:
+def _rows(frame: pd.DataFrame, keys: list[str], top: int | None) -> list[list[str]]:
     shown = frame if top is None else frame.head(top)
-    return [[_fmt(row[c]) for c, _ in view] for _, row in shown.iterrows()]
-
-
-def _steady_row(t: TraceTables) -> list[str] | None:
-    if not t.steady:
-        return None
-    s = t.steady
-    return [
-        f"steady (median of {s['steps']})",
-        _fmt(s["span_us"]),
-        _fmt(s["busy_us"]),
-        f"{s['kernels']:g}",
-        _fmt(s["kernel_us"]),
-        _fmt(s["idle_us"]),
-    ]
+    return [[fmt(v) for v in row] for row in shown[keys].itertuples(index=False)]
 
 
 def _title(t: TraceTables) -> str:
@@ -83,94 +66,66 @@ def _title(t: TraceTables) -> str:
     )
 
 
-def render_terminal(results: list[TraceTables], console: Console, top: int | None) -> None:
-    for t in results:
-        console.rule(f"[bold]{_title(t)}")
-        view = (
-            KERNEL_VIEW
-            if console.width >= WIDE_CONSOLE
-            else [(c, h) for c, h in KERNEL_VIEW if c in COMPACT_KERNEL_COLUMNS]
+def _kernel_table(t: TraceTables, top: int | None) -> Table:
+    columns = [
+        Column(h, "left" if c in LEFT else "right", is_name=c == "short_name", wide_only=not narrow)
+        for c, h, narrow in KERNEL_VIEW
+    ]
+    table = Table("per kernel (µs per call)", columns)
+    for row in _rows(t.kernels, [c for c, _, _ in KERNEL_VIEW], top):
+        table.add(*row)
+    if top is not None and len(t.kernels) > top:
+        table.notes.append(f"… {len(t.kernels) - top} more kernels (--top to show more)")
+    return table
+
+
+def _step_table(t: TraceTables) -> Table:
+    table = Table(f"per step (steps from: {t.summary['step_source']})", [Column(h) for _, h in STEP_VIEW])
+    for warm, row in zip(t.steps["warmup"], _rows(t.steps, [c for c, _ in STEP_VIEW], None)):
+        if warm:
+            row[0] += " (warm-up)"
+        table.add(*row, style="dim" if warm else "")
+    if t.steady:
+        s = t.steady
+        table.add(
+            f"steady (median of {s['steps']})",
+            *(fmt(s[c]) if c != "kernels" else f"{s[c]:g}" for c, _ in STEP_VIEW[1:]),
+            style="bold",
         )
-        kt = Table(title="per kernel (µs per call)", title_justify="left")
-        for c, h in view:
-            if c == "short_name":
-                name_width = max(16, min(64, console.width - 10 * (len(view) - 1)))
-                kt.add_column(h, no_wrap=True, overflow="ellipsis", max_width=name_width)
-            else:
-                kt.add_column(h, justify="left" if c == "kind" else "right", no_wrap=True)
-        for row in _rows(t.kernels, view, top):
-            kt.add_row(*row)
-        console.print(kt)
-        if top is not None and len(t.kernels) > top:
-            console.print(f"  … {len(t.kernels) - top} more kernels (--top to show more)")
-        if len(t.steps):
-            st = Table(title=f"per step (steps from: {t.summary['step_source']})", title_justify="left")
-            for _, h in STEP_VIEW:
-                st.add_column(h, justify="right")
-            for (_, row), cells in zip(t.steps.iterrows(), _rows(t.steps, STEP_VIEW, None)):
-                st.add_row(*cells, style="dim" if row["warmup"] else None)
-            steady = _steady_row(t)
-            if steady:
-                st.add_row(*steady, style="bold")
-            console.print(st)
-            console.print("  first step (dim) is warm-up and left out of the steady-state median")
-        else:
-            console.print("  no steps found (no ProfilerStep#N ranges; --steps REGEX picks other ranges)")
-        if len(t.annotations):
-            at = Table(title="per annotation (device time inside each range)", title_justify="left")
-            for c, h in ANNOTATION_VIEW:
-                at.add_column(h, justify="left" if c == "name" else "right")
-            for row in _rows(t.annotations, ANNOTATION_VIEW, top):
-                at.add_row(*row)
-            console.print(at)
-        for w in t.warnings:
-            console.print(f"[yellow]warning:[/yellow] {w}")
+    table.notes.append("the first step is warm-up and left out of the steady-state median")
+    return table
 
 
-def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
+def _annotation_table(t: TraceTables, top: int | None) -> Table:
+    columns = [Column(h, "left" if c in LEFT else "right", is_name=c == "name") for c, h in ANNOTATION_VIEW]
+    table = Table("per annotation (device time inside each range)", columns)
+    for row in _rows(t.annotations, [c for c, _ in ANNOTATION_VIEW], top):
+        table.add(*row)
+    return table
 
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
-
-def render_markdown(results: list[TraceTables], top: int | None) -> str:
-    out: list[str] = []
+def trace_document(results: list[TraceTables], top: int | None) -> Document:
+    doc = Document()
     for t in results:
-        out.append(f"### {_title(t)}\n")
-        out.append(_md_table([h for _, h in KERNEL_VIEW], _rows(t.kernels, KERNEL_VIEW, top)))
+        doc.text(_title(t), "rule")
+        doc.table(_kernel_table(t, top))
         if len(t.steps):
-            rows = _rows(t.steps, STEP_VIEW, None)
-            for i, warm in enumerate(t.steps["warmup"]):
-                if warm:
-                    rows[i][0] += " (warm-up)"
-            steady = _steady_row(t)
-            if steady:
-                rows.append([f"**{c}**" for c in steady])
-            out.append(f"\nPer step (steps from: {t.summary['step_source']}):\n")
-            out.append(_md_table([h for _, h in STEP_VIEW], rows))
+            doc.table(_step_table(t))
+        else:
+            doc.text("no steps found (no ProfilerStep#N ranges; --steps REGEX picks other ranges)")
         if len(t.annotations):
-            out.append("\nPer annotation:\n")
-            out.append(_md_table([h for _, h in ANNOTATION_VIEW], _rows(t.annotations, ANNOTATION_VIEW, top)))
-        out.extend(f"\n> warning: {w}" for w in t.warnings)
-        out.append("")
-    return "\n".join(out)
+            doc.table(_annotation_table(t, top))
+        for w in t.warnings:
+            doc.text(w, "warning")
+    doc.data = to_json(results)
+    doc.records = pd.concat([t.kernels.assign(rank=t.rank) for t in results], ignore_index=True)[
+        ["rank", *KERNEL_COLUMNS]
+    ]
+    return doc
 
 
-def render_csv(results: list[TraceTables]) -> str:
-    frames = [t.kernels.assign(rank=t.rank) for t in results]
-    buf = io.StringIO()
-    pd.concat(frames, ignore_index=True)[["rank", *KERNEL_COLUMNS]].to_csv(buf, index=False)
-    return buf.getvalue()
-
-
-def _records(frame: pd.DataFrame, rank: int) -> list[dict[str, Any]]:
-    records = json.loads(frame.to_json(orient="records"))
-    for r in records:
-        r["rank"] = rank
-    return records
+def _ranked(frame: pd.DataFrame, rank: int) -> list[dict[str, Any]]:
+    return [dict(r, rank=rank) for r in records(frame)]
 
 
 def to_json(results: list[TraceTables]) -> dict[str, Any]:
@@ -184,8 +139,8 @@ def to_json(results: list[TraceTables]) -> dict[str, Any]:
         "ranks": summaries,
     }
     return {
-        "kernels": [r for t in results for r in _records(t.kernels[KERNEL_COLUMNS], t.rank)],
-        "steps": [r for t in results for r in _records(t.steps, t.rank)],
-        "annotations": [r for t in results for r in _records(t.annotations, t.rank)],
+        "kernels": [r for t in results for r in _ranked(t.kernels[KERNEL_COLUMNS], t.rank)],
+        "steps": [r for t in results for r in _ranked(t.steps, t.rank)],
+        "annotations": [r for t in results for r in _ranked(t.annotations, t.rank)],
         "summary": total,
     }

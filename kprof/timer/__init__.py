@@ -30,4 +30,18 @@ class Timer(Protocol):
         """Clock, temperature and throttle state read after a round (empty where unknown)."""
 
     def describe(self) -> dict[str, Any]:
-        """What the run's metadata should record about this timer (flush size, quantum, ...)."""
+        """What the run's metadata records about this timer (flush size, device); measures nothing."""
+
+    def measure_device(self) -> dict[str, Any]:
+        """Once per run: copy bandwidth and the start-of-run self-checks (seconds of GPU work)."""
+
+
+def make_timer(device: str) -> Timer:
+    """CUDA/HIP events on a GPU; the host clock on a CPU (labelled as such everywhere)."""
+    if device == "cpu":
+        from kprof.timer.host import HostTimer
+
+        return HostTimer()
+    from kprof.timer.cuda import CudaEventTimer
+
+    return CudaEventTimer(device)

@@ -1,6 +1,6 @@
 """Device time from CUDA (or HIP) events around captured graphs, with a cold-cache flush.
 
-One cold sample (measurement.md §4.1): ``flush.zero_()`` — a memset of max(512 MiB, 2 × L2)
+One cold sample: ``flush.zero_()`` — a memset of max(512 MiB, 2 × L2)
 bytes (1 GiB on AMD parts, whose Infinity Cache is larger than L2) that also keeps the GPU busy
 while the host queues the rest — then start event, ``graph.replay()``, stop event. A whole round is
 enqueued before one synchronisation. Each graph is replayed once untimed after capture (the first
@@ -103,7 +103,9 @@ class CudaEventTimer:
             "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
             "sms": props.multi_processor_count,
             "clock_readings": type(self.clocks).__name__ if self.clocks.handle is not None else None,
-            "copy_gbps": self.copy_bandwidth(),
             "conditions_at_start": self.clocks.read(),
-            "self_checks": run_self_checks(self.flush, int(getattr(props, "L2_cache_size", 0) or 0)),
         }
+
+    def measure_device(self) -> dict[str, Any]:
+        l2 = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
+        return {"copy_gbps": self.copy_bandwidth(), "self_checks": run_self_checks(self.flush, l2)}

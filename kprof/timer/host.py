@@ -44,3 +44,6 @@ class HostTimer:
 
     def describe(self) -> dict[str, Any]:
         return {"timer": self.label, "flush": "none (host clock)"}
+
+    def measure_device(self) -> dict[str, Any]:
+        return {}

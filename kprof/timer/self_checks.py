@@ -1,4 +1,4 @@
-"""Start-of-run self-checks (measurement.md §4.9): does the flush make samples cold, and is a
+"""Start-of-run self-checks: does the flush make samples cold, and is a
 launch gap timed when nothing precedes the start event? The measurements run on the GPU; the
 judgements are plain functions so they can be tested anywhere."""
 

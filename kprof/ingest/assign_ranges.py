@@ -64,7 +64,7 @@ def _assign(
         out[target] = np.flatnonzero(rsel)[idx[hit]]
 
 
-def attribute(trace: Trace, step_pattern: str | None = None) -> Trace:
+def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
     """Fill ``step`` and ``annotation`` on ``trace.kernels`` (in place) and return the trace."""
     k, r = trace.kernels, trace.ranges
     pattern = compile_step_pattern(step_pattern)

@@ -4,21 +4,7 @@ it was told about (``kprof calibrate``), and the same spin alone, to measure wha
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
-
-PLANT = "plant_pct"  # leg param: the leg's work plus a spin of this percentage of the baseline time
-SPIN = "spin_pct"  # leg param: that spin alone (measures the planted delay in the same rounds)
-KPROF_PARAMS = (PLANT, SPIN)
-
-
-def split_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, float] | None]:
-    """Workload parameters, and the planting instruction kprof handles itself (if any)."""
-    workload = {k: v for k, v in params.items() if k not in KPROF_PARAMS}
-    for key in KPROF_PARAMS:
-        if key in params:
-            return workload, (key, float(params[key]))
-    return workload, None
+from collections.abc import Callable
 
 
 def sm_clock_ghz(device: str) -> float:
@@ -49,3 +35,13 @@ def spin(device: str, ns: float) -> Callable[[], None]:
 
     cycles = max(1, int(ns * sm_clock_ghz(device)))
     return lambda: torch.cuda._sleep(cycles)
+
+
+def with_spin(work: Callable[[], None], delay: Callable[[], None]) -> Callable[[], None]:
+    """The leg's work followed by the planted delay, as one callable (captured as one graph)."""
+
+    def planted() -> None:
+        work()
+        delay()
+
+    return planted

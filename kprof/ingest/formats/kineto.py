@@ -4,7 +4,8 @@ Streaming: the ``traceEvents`` array is cut into pieces of about ``PIECE_BYTES``
 boundaries and each piece is decoded on its own, so memory stays bounded by the piece size and the
 kept rows, not by the file. Only the fields kprof uses are decoded (msgspec skips the rest), and
 ``ts``/``dur`` are decoded as exact decimals, so the 19-digit epoch timestamps of 2024 exports keep
-their nanoseconds. All three ``ts`` generations (formats.md §1.3) end as absolute integer ns.
+their nanoseconds. All three ``ts`` generations (epoch µs as integers; epoch µs with 3 decimals;
+µs relative to ``baseTimeNanoseconds``) end as absolute integer ns.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pandas as pd
 
 from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
+from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, trace_meta
+from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import open_binary, read_chunks
 from kprof.trace import Trace, kernel_table, range_table
 
@@ -31,7 +34,7 @@ _NULL = msgspec.Raw(b"null")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = b'"traceEvents"'
 
-# Category spellings seen across Kineto versions (peers.md §4): kernel/Kernel, cuda_runtime/Runtime.
+# Category spellings seen across Kineto versions and backends: kernel/Kernel, cuda_runtime/Runtime.
 GPU_CATEGORIES = {
     "kernel": "kernel",
     "Kernel": "kernel",
@@ -43,8 +46,6 @@ GPU_CATEGORIES = {
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 CPU_RANGE_CATEGORIES = {"user_annotation"}
 GPU_RANGE_CATEGORIES = {"gpu_user_annotation"}
-# Launch APIs whose grid arguments are work-items, not blocks (HIP hip_ext.h).
-WORK_ITEM_LAUNCHES = {"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"}
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -571,16 +572,17 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
         "pid": [r[2] for r in c.ranges],
         "tid": [r[3] for r in c.ranges],
     }
-    meta = {
-        "file": str(path),
-        "format": "kineto",
-        "rank": rank,
-        "rank_source": "distributedInfo" if file_rank is not None else "argument order",
-        "clock": "unix_ns (Kineto: CPU and CUPTI/roctracer timestamps in one epoch domain)",
-        "ts_generation": "relative to baseTimeNanoseconds" if top.baseTimeNanoseconds else "epoch microseconds",
-        "ts_decoding": "exact decimal" if c.exact else "float64, checked exact to the ns",
-        "world_size": dist.world_size if dist is not None else None,
-    }
+    meta = trace_meta(
+        path,
+        "kineto",
+        rank,
+        "unix_ns (Kineto: CPU and CUPTI/roctracer timestamps in one epoch domain)",
+        ts_generation="relative to baseTimeNanoseconds" if top.baseTimeNanoseconds else "epoch microseconds",
+        ts_decoding="exact decimal" if c.exact else "float64, checked exact to the ns",
+        world_size=dist.world_size if dist is not None else None,
+    )
+    if file_rank is not None:
+        meta["rank_source"] = "distributedInfo"
     return Trace(kernels=kernels, ranges=range_table(rcols), meta=meta, warnings=warnings)
 
 
@@ -600,3 +602,15 @@ def _decode_optional(kind: type, raw: msgspec.Raw) -> Any:
         return msgspec.json.decode(raw, type=kind | None)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def _is_kineto(p: Probe) -> bool:
+    return p.json_head is not None
+
+
+FORMAT = TraceFormat(
+    "kineto",
+    "Kineto JSON(.gz) from the PyTorch profiler",
+    _is_kineto,
+    lambda p, o: load(p.path, rank=o.rank, recover=o.recover),
+)

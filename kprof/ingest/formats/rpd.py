@@ -13,11 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.ingest.names import demangle_all, short_name
+from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, blocks, cpu_ranges, full_and_short, trace_meta
+from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, kernel_table, range_table
 
 CLOCK = "roctracer ns (not Unix epoch)"
-WORK_ITEM_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
+RPD_TABLES = frozenset({"rocpd_op", "rocpd_api", "rocpd_string"})
 
 OPS = """
 SELECT o.id, o.gpuId AS device, o.queueId AS stream, o.start, o."end",
@@ -42,11 +43,6 @@ WHERE n.string = 'UserMarker' AND a."end" > a.start
 """
 
 
-def is_rpd(con: sqlite3.Connection) -> bool:
-    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-    return {"rocpd_op", "rocpd_api", "rocpd_string"} <= names
-
-
 def _kind(op_type: str) -> str | None:
     t = op_type.lower()
     if "copy" in t:
@@ -65,10 +61,9 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     ops = ops[ops["kind"].notna()].reset_index(drop=True)
     raw_name = ops["kernel_name"].where(ops["kernel_name"].notna() & (ops["kernel_name"] != ""), ops["description"])
     raw_name = raw_name.where(raw_name != "", ops["op_type"])
-    names = demangle_all(raw_name)
-    full = raw_name.map(lambda n: names.get(n, n))
     is_kernel = ops["kind"] == "kernel"
-    work_items = ops["api_name"].isin(WORK_ITEM_LAUNCHES)
+    full, short = full_and_short(raw_name.tolist(), is_kernel.tolist())
+    work_items = ops["api_name"].isin(list(WORK_ITEM_LAUNCHES))
     cols: dict[str, Any] = {
         "rank": [rank] * len(ops),
         "device": ops["device"],
@@ -77,7 +72,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         "end_ns": ops["end"],
         "dur_ns": (ops["end"] - ops["start"]).clip(lower=0),
         "name": full,
-        "short_name": full.where(~is_kernel, full.map(short_name)),
+        "short_name": short,
         "kind": ops["kind"],
         "shared_mem_bytes": ops["groupSegmentSize"].astype("Int64"),
         "launch_ns": ops["launch_ns"].astype("Int64"),
@@ -87,33 +82,33 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         block = ops[f"workgroup{axis}"].astype("Int64")
         grid = ops[f"grid{axis}"].astype("Int64")
         cols[f"block_{axis.lower()}"] = block
-        cols[f"grid_{axis.lower()}"] = grid.where(~work_items, -((-grid) // block.replace(0, pd.NA)))
+        cols[f"grid_{axis.lower()}"] = grid.where(~work_items, blocks(grid, block))
     markers = pd.read_sql_query(MARKERS, con)
-    ranges = {
-        "name": markers["name"],
-        "start_ns": markers["start"],
-        "end_ns": markers["end"],
-        "domain": ["cpu"] * len(markers),
-        "device": [-1] * len(markers),
-        "pid": markers["pid"],
-        "tid": markers["tid"],
-    }
+    ranges = cpu_ranges(
+        markers["name"].tolist(),
+        markers["start"].tolist(),
+        markers["end"].tolist(),
+        markers["pid"].tolist(),
+        markers["tid"].tolist(),
+    )
     meta_rows = (
         dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()) if _has(con, "rocpd_metadata") else {}
     )
     warnings = (
         [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
     )
-    meta = {
-        "file": str(path),
-        "format": "rpd",
-        "rank": rank,
-        "rank_source": "argument order",
-        "clock": CLOCK,
-        "rpd_schema_version": meta_rows.get("schema_version"),
-    }
+    meta = trace_meta(path, "rpd", rank, CLOCK, rpd_schema_version=meta_rows.get("schema_version"))
     return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 
 def _has(con: sqlite3.Connection, table: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+
+
+def _is_rpd(p: Probe) -> bool:
+    return p.is_sqlite and p.sqlite_tables >= RPD_TABLES
+
+
+FORMAT = TraceFormat(
+    "rpd", "RPD (rocmProfileData) database", _is_rpd, lambda p, o: load(p.connect(), p.path, o.rank or 0)
+)

@@ -1,9 +1,8 @@
-"""Writing normalized tables and result tables as parquet, with a meta.json beside them."""
+"""`kprof trace --save`: the normalized tables and the result tables as parquet, with a meta.json."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +12,7 @@ import pyarrow.parquet as pq
 
 from kprof.errors import KprofInputError
 from kprof.schema import KERNEL_EVENTS, RANGES, SCHEMA_VERSION
-
-
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+from kprof.store.atomic import write_parquet, write_text
 
 
 def prepare_dir(out: Path) -> Path:
@@ -34,19 +28,16 @@ def save_frames(out: Path, frames: dict[str, pd.DataFrame], meta: dict[str, Any]
     fixed = {"kernel_events": KERNEL_EVENTS, "ranges": RANGES}
     written = []
     for name, frame in frames.items():
-        schema = fixed.get(name)
-        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
         path = out / f"{name}.parquet"
-        _write_atomic(table, path)
+        write_parquet(pa.Table.from_pandas(frame, schema=fixed.get(name), preserve_index=False), path)
         written.append(path)
-    meta = dict(meta, kprof_schema_version=SCHEMA_VERSION)
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    written.append(out / "meta.json")
-    return written
+    meta_path = out / "meta.json"
+    write_text(json.dumps(dict(meta, kprof_schema_version=SCHEMA_VERSION), indent=2, default=str) + "\n", meta_path)
+    return [*written, meta_path]
 
 
 def load_frame(path: Path) -> pd.DataFrame:
     try:
         return pq.read_table(path).to_pandas()
-    except (OSError, pa.ArrowInvalid) as e:
+    except (OSError, pa.ArrowException) as e:
         raise KprofInputError(path, f"not a readable parquet table ({e})") from None

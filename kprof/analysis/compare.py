@@ -1,0 +1,148 @@
+"""A against B: two independent samples per row (runs' rounds, or repeated traces per side).
+
+Hodges–Lehmann shift with Lehmann's distribution-free interval and the Mann–Whitney p,
+Benjamini–Hochberg across the report. With one trace per side there is one sample: the delta is
+shown and no verdict is given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kprof.analysis import stats as S
+from kprof.analysis.run_effects import control_false_discoveries
+
+NO_VERDICT = "ONE SAMPLE"
+
+
+@dataclass
+class Side:
+    """What one side contributes: a run's per-round times, or per-trace kernel and step tables."""
+
+    label: str
+    kind: str  # "run" or "traces"
+    kernels: list[pd.DataFrame] = field(default_factory=list)  # one per-kernel table per trace
+    steps: list[pd.DataFrame] = field(default_factory=list)
+    run_rounds: pd.DataFrame | None = None
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    kernels: pd.DataFrame
+    steps: pd.DataFrame
+    legs: pd.DataFrame
+    repeated: bool
+
+
+def _verdict_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    table = pd.DataFrame(rows)
+    if not len(table) or "p" not in table:
+        return table
+    return control_false_discoveries(table, table["verdict"].isin(S.VERDICTS))
+
+
+def _row(key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, repeated: bool) -> dict[str, Any]:
+    row = dict(key, a=float(np.median(a)), b=float(np.median(b)), n_a=len(a), n_b=len(b))
+    if not repeated:
+        row.update(
+            effect_pct=100.0 * (row["a"] / row["b"] - 1.0),
+            ci_low_pct=np.nan,
+            ci_high_pct=np.nan,
+            p=np.nan,
+            verdict=NO_VERDICT,
+        )
+        return row
+    row.update(S.with_verdict(S.two_sample(a, b), threshold).row())
+    return row
+
+
+def _compare_runs(a: Side, b: Side, threshold: float) -> list[dict[str, Any]]:
+    ra, rb = a.run_rounds, b.run_rounds
+    assert ra is not None and rb is not None
+    rows = []
+    for (case, leg), ga in ra.groupby(["case", "leg"], sort=False):
+        gb = rb[(rb["case"] == case) & (rb["leg"] == leg)]
+        if len(gb):
+            key = {"case": case, "leg": leg}
+            rows.append(_row(key, ga["t_ns"].to_numpy() / 1e3, gb["t_ns"].to_numpy() / 1e3, threshold, True))
+    return rows
+
+
+def _compare_kernels(a: Side, b: Side, threshold: float, repeated: bool) -> list[dict[str, Any]]:
+    per_kernel: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for side, tables in (("a", a.kernels), ("b", b.kernels)):
+        for t in tables:
+            for kind, name, short, mean_us, calls in zip(
+                t["kind"], t["name"], t["short_name"], t["mean_us"], t["calls"]
+            ):
+                entry = per_kernel.setdefault((kind, name, short), {"a": [], "b": [], "calls_a": [], "calls_b": []})
+                entry[side].append(mean_us)
+                entry[f"calls_{side}"].append(calls)
+    rows = []
+    for (kind, name, short), e in per_kernel.items():
+        key = {"kind": kind, "name": name, "short_name": short}
+        if e["a"] and e["b"]:
+            row = _row(key, np.array(e["a"]), np.array(e["b"]), threshold, repeated)
+            row.update(calls_a=float(np.median(e["calls_a"])), calls_b=float(np.median(e["calls_b"])))
+        else:
+            only = "a" if e["a"] else "b"
+            row = dict(
+                key, a=float(np.median(e["a"])) if e["a"] else np.nan, b=float(np.median(e["b"])) if e["b"] else np.nan
+            )
+            row["verdict"] = f"ONLY IN {only.upper()}"
+        rows.append(row)
+    return rows
+
+
+def _steady_busy(steps: list[pd.DataFrame]) -> np.ndarray:
+    return np.concatenate([s.loc[~s["warmup"], "busy_us"].to_numpy() for s in steps if len(s)] or [[]])
+
+
+def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
+    threshold = S.pct_threshold_to_log(threshold_pct)
+    kernels: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    legs: list[dict[str, Any]] = []
+    if a.kind == "run":
+        repeated = True
+        legs = _compare_runs(a, b, threshold)
+    else:
+        repeated = len(a.kernels) > 1 and len(b.kernels) > 1
+        kernels = _compare_kernels(a, b, threshold, repeated)
+        busy_a, busy_b = _steady_busy(a.steps), _steady_busy(b.steps)
+        if len(busy_a) and len(busy_b):
+            steps.append(_row({"metric": "GPU busy µs per step (steady steps)"}, busy_a, busy_b, threshold, repeated))
+    kt = _verdict_rows(kernels)
+    if len(kt):
+        kt = kt.sort_values("a", ascending=False, na_position="last").reset_index(drop=True)
+    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), repeated)
+
+
+FAIL_ON = re.compile(r"^(slower|faster)>(\d+(?:\.\d+)?)%$")
+
+
+def parse_gate(rule: str) -> tuple[str, float]:
+    """``slower>2%`` → ("SLOWER", 2.0); None when the rule is not of that form."""
+    m = FAIL_ON.match(rule.strip().lower())
+    if not m:
+        raise ValueError(rule)
+    return m.group(1).upper(), float(m.group(2))
+
+
+def gate_failures(comparison: Comparison, direction: str, size: float) -> list[str]:
+    """Rows with a verdict in ``direction`` whose effect is beyond ``size`` percent."""
+    broken = []
+    for table, label in ((comparison.kernels, "short_name"), (comparison.steps, "metric"), (comparison.legs, "leg")):
+        if not len(table) or "effect_pct" not in table:
+            continue
+        for _, r in table.iterrows():
+            if r.get("verdict") == direction and abs(r["effect_pct"]) > size:
+                broken.append(f"{r[label]}: {r['effect_pct']:+.2f}% ({direction})")
+    return broken

@@ -1,0 +1,98 @@
+"""A stored run folder, analysed: per-leg effects, the A/A gate, calibration, the PR method's sign
+rule on the same samples, per-kernel effects (torch collector) and per-lever attribution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from kprof.analysis.attribution import attribute_run, lever_values, sweep_table
+from kprof.analysis.run_effects import (
+    CaseSummary,
+    calibration_table,
+    leg_effects,
+    per_round_logs,
+    round_statistics,
+    sign_rule,
+)
+from kprof.errors import KprofInputError
+from kprof.run_model import Run
+from kprof.store.run_folder import RunFolder
+
+
+@dataclass
+class RunReport:
+    run: Run
+    samples: pd.DataFrame
+    effects: pd.DataFrame
+    summaries: dict[str, CaseSummary]
+    checks: pd.DataFrame
+    compile: pd.DataFrame
+    calibration: pd.DataFrame
+    sign_rule: pd.DataFrame
+    kernel_effects: pd.DataFrame
+
+
+def no_rounds_message(run: Run) -> str:
+    if run.kind == "program":
+        failures = run.status(run.case_names[0]).extra.get("failures") or {}
+        if failures:
+            return f"holds no finished round: every process failed (first: {next(iter(failures.values()))})"
+    return "holds no finished round yet"
+
+
+def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
+    folder = RunFolder(root)
+    run = folder.read_run()
+    samples = folder.read("samples")
+    if samples.empty:
+        raise KprofInputError(root, no_rounds_message(run))
+    threshold = run.threshold_pct if threshold_pct is None else threshold_pct
+    effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call)
+    kernels = folder.read("kernels")
+    kernel_effects = pd.DataFrame()
+    if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
+        as_samples = kernels.assign(
+            case=kernels["case"].astype(str) + " · " + kernels["kernel"].astype(str),
+            time_ns=kernels["total_us"] * 1e3,
+            sample=0,
+            burn_in=False,
+            timer="torch",
+        )
+        kernel_effects, _ = leg_effects(as_samples, run.legs, threshold)
+    return RunReport(
+        run,
+        samples,
+        effects,
+        summaries,
+        folder.read("checks"),
+        folder.read("compile"),
+        calibration_table(samples, effects, run.legs),
+        sign_rule(samples, run.legs),
+        kernel_effects,
+    )
+
+
+@dataclass
+class Attribution:
+    run: RunReport
+    levers: pd.DataFrame
+    sweep: pd.DataFrame
+    per_round: dict[str, dict[str, pd.Series]]
+
+
+def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
+    report = analyse_run(root, threshold_pct)
+    run = report.run
+    samples = report.samples
+    table = attribute_run(samples, run.legs, run.lever_names, report.summaries)
+    rounds = round_statistics(samples)
+    per_round = {
+        case: lever_values(per_round_logs(rounds, case).dropna(how="any"), run.legs, run.lever_names)
+        for case in pd.unique(rounds["case"])
+    }
+    columns = {c.name: c.sweep_columns for c in run.cases}
+    sweep = sweep_table(samples, run.legs, report.summaries, columns)
+    return Attribution(report, table, sweep, per_round)

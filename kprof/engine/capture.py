@@ -1,0 +1,72 @@
+"""Capture and warm-up: every leg that passed the gate is prepared for timing (a CUDA graph on a
+GPU), the legs are replayed interleaved until the clocks are up, the baseline's bare time is
+measured, planted delays are sized from it, and the cold samples per round are chosen."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from kprof.engine.context import CaseContext, Item
+from kprof.engine.gate import GateResult
+from kprof.engine.planting import spin, with_spin
+from kprof.run_model import PLANT
+
+WARMUP_SECONDS = 0.2
+ESTIMATE = "estimate"  # the item that times the baseline's bare work when the baseline is planted
+
+
+@dataclass
+class Captured:
+    timed: list[int]  # leg indices that are timed, in leg order
+    samples: int  # cold samples per leg per round
+    baseline_warmup_ns: float
+
+
+def samples_per_round(t_est_ns: float, device: str, requested: int | None) -> int:
+    """m = clamp(ceil(2 ms / t), 10, 100) on a GPU: enough samples that a round lasts about 2 ms
+    of kernel time, at least 10 for the trimmed mean; 3 on the interpreter."""
+    if requested:
+        return requested
+    if device == "cpu":
+        return 3
+    return int(min(100, max(10, math.ceil(2e6 / max(t_est_ns, 1.0)))))
+
+
+def capture(ctx: CaseContext, gate: GateResult) -> Captured:
+    timer = ctx.timer
+    assert timer is not None
+    timed = [li for li, leg in enumerate(ctx.legs) if leg.name not in gate.failed]
+    plain = [li for li in timed if ctx.legs[li].plant is None]
+    for (li, k), fn in gate.fns.items():
+        if li in plain:
+            ctx.at("capture", ctx.legs[li].name)
+            timer.prepare((li, k), fn)
+
+    # Warm-up: interleaved replays of every leg, to leave idle clocks behind (not recorded). The
+    # baseline's bare work is timed too: planted spins are sized from it.
+    ctx.at("warmup")
+    base_li = ctx.baseline_index
+    base_item: Item = (base_li, ctx.buffer_set(base_li, 0))
+    estimate_item: Item = base_item if base_li in plain else (ESTIMATE, 0)
+    if base_li not in plain:
+        timer.prepare(estimate_item, gate.fns[base_item])
+    first = [(li, ctx.buffer_set(li, 0)) for li in plain] + ([] if base_li in plain else [estimate_item])
+    t_end = time.perf_counter() + (WARMUP_SECONDS if ctx.device != "cpu" else 0.0)
+    est = timer.time_round(first, 1)
+    while time.perf_counter() < t_end:
+        est = timer.time_round(first, 1)
+    t_base = est[estimate_item][0]
+
+    # Planted legs: the leg's work plus a spin sized from the baseline's warm-up time; spins alone.
+    for li in timed:
+        plant = ctx.legs[li].plant
+        if plant is None:
+            continue
+        delay = spin(ctx.device, plant[1] / 100.0 * t_base)
+        for k in range(ctx.n_sets):
+            if ctx.uses_set(li, k):
+                timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
+    t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
+    return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base)

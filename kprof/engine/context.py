@@ -1,0 +1,100 @@
+"""Everything one case worker holds: the run, the workload, its buffer sets and the timer.
+
+The stages (gate → capture → rounds → profile) each take the context and return what the next
+needs; none of them reads meta.json or writes parts except through it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kprof.correctness import Rule, rule_for
+from kprof.run_model import Leg, Role, Run
+from kprof.store.run_folder import RunFolder
+from kprof.timer import Timer, make_timer
+from kprof.workload import Case, Workload, load_workload
+
+Item = tuple[Any, int]  # (leg index or a probe's name, buffer set)
+
+
+def emit(**event: Any) -> None:
+    """A progress event for the parent, as one JSON line on stdout."""
+    print(json.dumps(event), flush=True)
+
+
+@dataclass
+class CaseContext:
+    folder: RunFolder
+    run: Run
+    case_index: int
+    case: Case
+    workload: Workload
+    legs: list[Leg]
+    states: list[Any] = field(default_factory=list)
+    timer: Timer | None = None
+
+    @classmethod
+    def open(cls, folder: RunFolder, case_index: int, skip: set[str]) -> CaseContext:
+        run = folder.read_run()
+        workload = load_workload(run.workload)
+        name = run.cases[case_index].name
+        case = next(c for c in workload.cases(run.preset) if c.name == name)
+        legs = [leg for leg in run.legs if leg.name not in skip]
+        return cls(folder, run, case_index, case, workload, legs)
+
+    @property
+    def device(self) -> str:
+        return self.run.device
+
+    @property
+    def per_leg_buffers(self) -> bool:
+        return self.run.buffers == "per-leg"
+
+    @property
+    def n_sets(self) -> int:
+        return len(self.legs) if self.per_leg_buffers else self.run.buffer_sets
+
+    def buffer_set(self, leg_index: int, round_index: int) -> int:
+        """Shared protocol: every leg of round r uses set r mod K. Per-leg (the PR method): leg i owns set i."""
+        return leg_index if self.per_leg_buffers else round_index % self.n_sets
+
+    def uses_set(self, leg_index: int, k: int) -> bool:
+        return not self.per_leg_buffers or k == leg_index
+
+    @property
+    def baseline_index(self) -> int:
+        return next(i for i, leg in enumerate(self.legs) if leg.has(Role.BASELINE))
+
+    def at(self, step: str, leg: str | None = None) -> None:
+        """Where the worker is: the parent reads it when the worker dies (which leg to drop)."""
+        progress = self.folder.root / f".progress-c{self.case_index:03d}.json"
+        progress.write_text(json.dumps({"step": step, "leg": leg}))
+
+    def done(self) -> None:
+        (self.folder.root / f".progress-c{self.case_index:03d}.json").unlink(missing_ok=True)
+
+    def setup(self) -> None:
+        seed = self.run.seed
+        self.states = [
+            self.workload.setup(self.case, self.device, self.run.dtype, seed * 1000 + k) for k in range(self.n_sets)
+        ]
+        self.timer = make_timer(self.device)
+
+    def launch(self, leg: Leg, state: Any) -> Callable[[], None]:
+        """The leg's callable: the workload's plain-PyTorch implementation for the torch leg."""
+        if leg.is_torch:
+            fn = self.workload.launch_torch(state)
+            assert fn is not None, "a torch leg on a workload without a plain-PyTorch implementation"
+            return fn
+        return self.workload.launch(state, leg.features, leg.workload_params)
+
+    def rule(self, leg: Leg) -> Rule:
+        """The features' rule. A forced parameter (a sweep: split count, tile size) may reorder any
+        reduction, and the plain-PyTorch implementation computes differently: those legs are held to
+        the workload's float64 tolerance against the baseline."""
+        if leg.workload_params or leg.is_torch:
+            return Rule("tolerance", rtol=self.workload.reference_rtol)
+        return rule_for(self.workload.feature(f) for f in leg.features)

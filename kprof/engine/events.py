@@ -1,0 +1,29 @@
+"""Progress events from workers and executors, and the sentence each one prints as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Event = dict[str, Any]
+
+
+def sentence(event: Event) -> str | None:
+    """What to tell the user about an event (None: progress only, nothing to print)."""
+    kind = event.get("event")
+    case, leg = event.get("case"), event.get("leg")
+    where = f"{case} · {leg}" if case and leg else (leg or case or "")
+    if kind == "leg_failed":
+        at = f" in round {event['round']}" if "round" in event else ""
+        return f"{where}: not timed{at}: {event.get('reason')}"
+    if kind == "leg_crashed":
+        return f"{where}: its worker died ({event.get('reason')}); the case goes on without it"
+    if kind == "case_failed":
+        return f"{case}: the case failed: {event.get('reason')}"
+    if kind == "race":
+        return f"{where}: outputs changed in round {event.get('round')} (a race?): {event.get('detail')}"
+    if kind == "no_op":
+        return (
+            f"{where}: launches exactly what the baseline launches (same kernels, grids and arguments): "
+            "its features change nothing at this case — a lever that does not apply here, or a silent no-op"
+        )
+    return None

@@ -1,0 +1,140 @@
+"""The correctness gate, before any timing: every leg on every buffer set it will be timed on,
+outputs poisoned first, compared with the baseline's (under the features' exactness rule) and, on
+the first set, with the float64 reference. A leg that fails, or whose call raises, is not timed.
+
+The first buffer set also records what each leg launches (kprof.launches) and, on a GPU, the
+compile metadata of its Triton kernels; a leg whose features change nothing in its launches is
+flagged as a possible silent no-op.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from kprof.compile_info import compile_metadata
+from kprof.correctness import CheckResult, compare, poison
+from kprof.engine.context import CaseContext, emit
+from kprof.launches import Launch, recording
+from kprof.run_model import Leg, Role
+
+
+@dataclass
+class GateResult:
+    fns: dict[tuple[int, int], Callable[[], None]] = field(default_factory=dict)  # (leg, buffer set) → call
+    failed: dict[str, str] = field(default_factory=dict)  # leg → reason
+    baseline_outputs: list[dict[str, Any]] = field(default_factory=list)  # per buffer set
+    launches: dict[str, list[Launch]] = field(default_factory=dict)  # leg → its launches (first set)
+    no_ops: list[str] = field(default_factory=list)
+
+
+def check_row(ctx: CaseContext, leg: Leg, round_index: int, k: int, res: CheckResult) -> dict[str, Any]:
+    return dict(
+        case=ctx.case.name,
+        leg=leg.name,
+        round=round_index,
+        buffer_set=k,
+        rule=res.rule,
+        passed=res.passed,
+        vs_baseline=res.vs_baseline,
+        vs_reference=res.vs_reference,
+        detail=res.detail or "",
+    )
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _first_call(ctx: CaseContext, leg: Leg, fn: Callable[[], None], compile_rows: list[dict[str, Any]]) -> list[Launch]:
+    """Run ``fn`` once, recording its launches and (on a GPU) the compile metadata of its kernels."""
+    with recording() as launches:
+        if ctx.device != "cpu":  # the interpreter compiles nothing
+            prefixes = (type(ctx.workload).__module__.rsplit(".", 1)[0],)
+            rows = compile_metadata(fn, prefixes)
+            compile_rows += [dict(r, case=ctx.case.name, leg=leg.name) for r in rows]
+        else:
+            fn()
+    return list(launches)
+
+
+def silent_no_ops(legs: list[Leg], launches: dict[str, list[Launch]]) -> list[str]:
+    """Legs whose features differ from the baseline's but whose launches are identical to it
+    (a lever that changes nothing: a mistyped feature name in ``launch`` looks exactly like this)."""
+    base = next((leg for leg in legs if leg.has(Role.BASELINE)), None)
+    if base is None or base.name not in launches:
+        return []
+    ref = launches[base.name]
+    return [
+        leg.name
+        for leg in legs
+        if leg.features != base.features
+        and not leg.workload_params
+        and leg.plant is None
+        and leg.name in launches
+        and launches[leg.name] == ref
+        and ref  # a workload without Triton launches (plain PyTorch) tells nothing
+    ]
+
+
+def run_gate(ctx: CaseContext) -> GateResult:
+    out = GateResult()
+    checks: list[dict[str, Any]] = []
+    compile_rows: list[dict[str, Any]] = []
+    w = ctx.workload
+    for k, state in enumerate(ctx.states):
+        ctx.at("baseline", "baseline")
+        poison(w.outputs(state))
+        w.reset(state)  # after poisoning: in-place state pools start from their initial contents
+        w.launch(state, frozenset(), {})()
+        sync(ctx.device)
+        out.baseline_outputs.append({name: t.clone() for name, t in w.outputs(state).items()})
+        reference = w.reference(state) if k == 0 else None
+        for li, leg in enumerate(ctx.legs):
+            if leg.name in out.failed or not ctx.uses_set(li, k):
+                continue
+            plant = leg.plant
+            if plant is not None and plant[0] == "spin_pct":
+                continue  # the spin alone writes no output: nothing to check
+            ctx.at("check", leg.name)
+            try:
+                fn = ctx.launch(leg, state)
+                poison(w.outputs(state))
+                w.reset(state)
+                if k == 0 and plant is None:
+                    out.launches[leg.name] = _first_call(ctx, leg, fn, compile_rows)
+                else:
+                    fn()
+                sync(ctx.device)
+            except Exception as e:  # a sweep value that does not compile (shared memory, registers)
+                out.failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+                emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])
+                continue
+            res = compare(w.outputs(state), out.baseline_outputs[k], reference, ctx.rule(leg), w.reference_rtol)
+            checks.append(check_row(ctx, leg, -1, k, res))
+            if not res.passed:
+                out.failed[leg.name] = f"correctness: {res.detail}"
+                emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])
+                continue
+            out.fns[(li, k)] = fn
+    out.no_ops = silent_no_ops(ctx.legs, out.launches)
+    for name in out.no_ops:
+        emit(event="no_op", case=ctx.case.name, leg=name)
+    ctx.folder.write_part("checks", ctx.case_index, None, pd.DataFrame(checks))
+    if compile_rows:
+        ctx.folder.write_part("compile", ctx.case_index, None, pd.DataFrame(compile_rows))
+    launch_rows = [
+        dict(case=ctx.case.name, leg=leg, index=i, kernel=x.kernel, grid=json.dumps(x.grid), signature=x.signature)
+        for leg, xs in out.launches.items()
+        for i, x in enumerate(xs)
+    ]
+    if launch_rows:
+        ctx.folder.write_part("launches", ctx.case_index, None, pd.DataFrame(launch_rows))
+    return out

@@ -1,0 +1,26 @@
+"""The torch collector inside a run: every timed round once more under the PyTorch profiler, each
+(leg, round) in its own ``record_function`` range, so each kernel's device time comes out per leg
+(stage 1 and stage 2 of a split-K decode separately)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from kprof.collectors.torch_profile import kernel_times, profile_rounds
+from kprof.engine.capture import Captured
+from kprof.engine.context import CaseContext
+from kprof.engine.rounds import orders_of, round_items
+
+
+def profile_case(ctx: CaseContext, captured: Captured) -> None:
+    timer = ctx.timer
+    assert timer is not None
+    ctx.at("profile")
+    plan = [
+        [(ctx.legs[li].name, r, partial(timer.replay, (li, k))) for li, k in round_items(ctx, captured, order, r)]
+        for r, order in enumerate(orders_of(ctx, captured))
+        if r > 0
+    ]
+    path = ctx.folder.root / "traces" / f"c{ctx.case_index:03d}.pt.trace.json.gz"
+    profile_rounds(path, plan, timer.flush.zero_)
+    ctx.folder.write_part("kernels", ctx.case_index, None, kernel_times(path, ctx.case.name))

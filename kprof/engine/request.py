@@ -1,0 +1,173 @@
+"""From what the user asked (`kprof run` / `calibrate` / `attribute WORKLOAD`) to a new run folder.
+
+Every argument is checked here, before any worker starts, and the run is described once as a
+typed :class:`~kprof.run_model.Run` in the folder's meta.json.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof.engine.design import calibration_legs, design_legs
+from kprof.engine.environment import check_device, default_device, git_state, versions
+from kprof.errors import KprofInputError
+from kprof.run_model import CaseRecord, FeatureRecord, Run
+from kprof.store.run_folder import RunFolder
+from kprof.workload import Case, Workload, load_workload
+
+COLLECTORS = ("events", "torch")
+DTYPES = ("float16", "bfloat16", "float32")
+BUFFERS = ("shared", "per-leg")
+
+
+def default_folder(name: str) -> Path:
+    """``runs/NAME-YYYYmmdd-HHMMSS`` in the current directory."""
+    return Path("runs") / f"{Path(name).stem or 'run'}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def parse_sweep(text: str | None, workload: Workload) -> tuple[str, list[Any]] | None:
+    if not text:
+        return None
+    if "=" not in text:
+        raise KprofInputError("--sweep", "expected PARAM=v1,v2,… (e.g. num_splits=1,2,4,8)")
+    name, values = text.split("=", 1)
+    sweep = workload.sweep(name.strip())
+    parsed: list[Any] = []
+    for v in values.split(","):
+        v = v.strip()
+        try:
+            parsed.append(int(v))
+        except ValueError:
+            try:
+                parsed.append(float(v))
+            except ValueError:
+                raise KprofInputError("--sweep", f"{v!r} is not a number") from None
+    if len(parsed) < 2:
+        raise KprofInputError("--sweep", "needs at least two values")
+    return sweep.name, parsed
+
+
+@dataclass(kw_only=True)
+class RunRequest:
+    """Everything `kprof run` / `kprof calibrate` was asked for."""
+
+    workload: str
+    preset: str | None = None
+    case_filter: str | None = None
+    design: str = "all"
+    target: list[str] | None = None
+    sweep: str | None = None
+    sweep_baseline: bool = False
+    rounds: int = 16
+    samples: int | None = None
+    buffer_sets: int = 4
+    buffers: str = "shared"
+    seed: int = 0
+    device: str | None = None
+    dtype: str | None = None
+    threshold_pct: float = 0.5
+    plants: list[float] = field(default_factory=list)
+    aa_copies: int = 1
+    collector: str = "events"
+    torch_leg: bool = True
+    argv: list[str] = field(default_factory=list)
+
+
+def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | None) -> CaseRecord:
+    columns = {}
+    if sweep is not None:
+        spec = workload.sweep(sweep[0])
+        columns = {str(v): spec.columns(case, v) for v in sweep[1]}
+    return CaseRecord(
+        name=case.name,
+        params=dict(case.params),
+        bytes_per_call=workload.bytes_per_call(case),
+        flops_per_call=workload.flops_per_call(case),
+        sweep_columns=columns,
+    )
+
+
+def plan_run(req: RunRequest) -> Run:
+    """Check every argument and describe the run; nothing is written or started."""
+    workload = load_workload(req.workload)
+    device = req.device or default_device()
+    check_device(device)
+    preset = req.preset or ("smoke" if device == "cpu" else "pr")
+    cases = [c for c in workload.cases(preset) if not req.case_filter or req.case_filter in c.name]
+    if not cases:
+        raise KprofInputError("--case", f"no case of preset {preset!r} matches {req.case_filter!r}")
+    min_rounds = 5 if req.buffers == "per-leg" else 6
+    if req.rounds < min_rounds:
+        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
+    if req.samples is not None and req.samples < 1:
+        raise KprofInputError("--samples", "must be at least 1")
+    if req.collector not in COLLECTORS:
+        raise KprofInputError(
+            "--collector",
+            "a workload runs under events (default) or torch; rocprofv3 wraps "
+            "whole programs (kprof run --leg … --collector rocprofv3 -- CMD)",
+        )
+    if req.buffers not in BUFFERS:
+        raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
+    if req.dtype is not None and req.dtype not in DTYPES:
+        raise KprofInputError("--dtype", f"{req.dtype!r} is not one of {', '.join(DTYPES)}")
+    sweep = parse_sweep(req.sweep, workload)
+    if req.sweep_baseline and sweep is None:
+        raise KprofInputError("--sweep-baseline", "needs --sweep PARAM=v1,v2,…")
+    if sweep is not None:
+        for case in cases:
+            bad = [v for v in sweep[1] if not workload.sweep(sweep[0]).valid(case, v)]
+            if bad:
+                raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
+    for name in req.target or ():
+        workload.feature(name, option="--target")
+    if req.plants:
+        target = req.target if req.target is not None else workload.feature_names
+        legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
+        design = "calibration"
+    else:
+        legs = design_legs(
+            workload.feature_names,
+            req.design,
+            req.target,
+            sweep,
+            req.aa_copies,
+            torch_leg=req.torch_leg and workload.has_torch_implementation,
+            sweep_baseline=req.sweep_baseline,
+        )
+        design = req.design
+    return Run(
+        kind="workload",
+        command="kprof " + " ".join(req.argv),
+        workload=req.workload,
+        workload_name=workload.name,
+        preset=preset,
+        cases=[_case_record(workload, c, sweep) for c in cases],
+        features=[FeatureRecord(f.name, f.exactness, f.ulps, f.rtol, f.doc) for f in workload.features],
+        design=design,
+        sweep=sweep,
+        legs=legs,
+        rounds=req.rounds,
+        samples=req.samples,
+        buffer_sets=req.buffer_sets,
+        buffers=req.buffers,
+        seed=req.seed,
+        device=device,
+        dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),
+        threshold_pct=req.threshold_pct,
+        collector=req.collector,
+        versions=versions(),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **git_state(),
+    )
+
+
+def create_run(out: Path | None, req: RunRequest) -> RunFolder:
+    """Plan the run and write its folder (``out``, or a new folder under ``runs/``)."""
+    run = plan_run(req)
+    folder = RunFolder(out or default_folder(req.workload))
+    folder.create(run)
+    return folder

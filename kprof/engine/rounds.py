@@ -1,0 +1,98 @@
+"""Timed rounds: every timed leg in the round's seeded balanced order, ``samples`` cold samples
+each; a round whose SM clock sagged below 90% of the run's median is redone (up to 3 attempts);
+after each round every leg is replayed once more on that round's buffers, poisoned first, and
+compared with the baseline (a race shows as a mismatch). Each round is on disk before the next."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from kprof.correctness import compare, poison
+from kprof.engine.capture import Captured
+from kprof.engine.context import CaseContext, Item, emit
+from kprof.engine.gate import GateResult, check_row, sync
+from kprof.engine.schedule import round_orders
+from kprof.run_model import SPIN_PARAM
+
+CLOCK_SAG = 0.9
+MAX_ATTEMPTS = 3
+
+
+def orders_of(ctx: CaseContext, captured: Captured) -> list[list[int]]:
+    """Leg order (indices into ``captured.timed``) for rounds 0 … R; round 0 is the burn-in."""
+    return round_orders(len(captured.timed), ctx.run.rounds + 1, ctx.run.seed + ctx.case_index)
+
+
+def round_items(ctx: CaseContext, captured: Captured, order: list[int], r: int) -> list[Item]:
+    return [(captured.timed[i], ctx.buffer_set(captured.timed[i], r)) for i in order]
+
+
+def _sample_rows(ctx: CaseContext, items: list[Item], times: dict[Item, list[float]], r: int) -> list[dict[str, Any]]:
+    timer = ctx.timer
+    assert timer is not None
+    return [
+        dict(
+            case=ctx.case.name,
+            leg=ctx.legs[item[0]].name,
+            round=r,
+            sample=i,
+            buffer_set=item[1],
+            slot=slot,
+            time_ns=float(t),
+            timer=timer.label,
+            burn_in=r == 0,
+        )
+        for slot, item in enumerate(items)
+        for i, t in enumerate(times[item])
+    ]
+
+
+def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
+    timer = ctx.timer
+    assert timer is not None
+    w = ctx.workload
+    rows = []
+    for li, k in items:
+        leg = ctx.legs[li]
+        if leg.plant is not None and leg.plant[0] == SPIN_PARAM:
+            continue
+        poison(w.outputs(ctx.states[k]))
+        w.reset(ctx.states[k])
+        timer.replay((li, k))
+        sync(ctx.device)
+        res = compare(w.outputs(ctx.states[k]), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
+        rows.append(check_row(ctx, leg, r, k, res))
+        if not res.passed:
+            emit(event="race", case=ctx.case.name, leg=leg.name, round=r, detail=res.detail)
+    return rows
+
+
+def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
+    timer = ctx.timer
+    assert timer is not None
+    rounds = ctx.run.rounds
+    done = set(ctx.folder.finished_rounds(ctx.case_index))
+    clocks: list[float] = []
+    for r, order in enumerate(orders_of(ctx, captured)):
+        if r in done:
+            continue
+        items = round_items(ctx, captured, order, r)
+        ctx.at("round", str(r))
+        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
+            times = timer.time_round(items, captured.samples)
+            cond = timer.round_conditions()
+            sm = cond.get("sm_clock_mhz")
+            if sm is None or not clocks or sm >= CLOCK_SAG * sorted(clocks)[len(clocks) // 2]:
+                break
+        if cond.get("sm_clock_mhz") is not None:
+            clocks.append(cond["sm_clock_mhz"])
+        checks = race_check(ctx, gate, items, r)
+        ctx.folder.write_part("samples", ctx.case_index, r, pd.DataFrame(_sample_rows(ctx, items, times, r)))
+        ctx.folder.write_part(
+            "rounds", ctx.case_index, r, pd.DataFrame([dict(case=ctx.case.name, round=r, attempt=attempt, **cond)])
+        )
+        ctx.folder.write_part("checks", ctx.case_index, r, pd.DataFrame(checks))
+        emit(event="round", case=ctx.case.name, round=r, rounds=rounds)

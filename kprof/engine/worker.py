@@ -1,0 +1,63 @@
+"""One case of a run, in its own process: setup → gate → capture → rounds → (profile).
+
+Started by the parent (kprof.engine.parent) as ``python -m kprof.engine.worker RUN_DIR CASE
+[SKIP_JSON]``, so a leg that kills the GPU context takes down only this process: the parent
+records the failure and restarts the case without that leg. Progress goes to stdout as JSON lines;
+every finished round is on disk before the next starts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kprof.engine.capture import capture
+from kprof.engine.context import CaseContext
+from kprof.engine.gate import run_gate
+from kprof.engine.profile import profile_case
+from kprof.engine.rounds import run_rounds
+from kprof.store.run_folder import RunFolder
+
+
+def record_timer(ctx: CaseContext) -> None:
+    """The timer's description, and once per run (the first case to start) its device measurements:
+    copy bandwidth and the self-checks."""
+    timer = ctx.timer
+    assert timer is not None
+    info = dict(ctx.run.timer_info)
+    if "measured_in_case" not in info:
+        info.update(timer.describe(), **timer.measure_device(), measured_in_case=ctx.case.name)
+    ctx.run = ctx.folder.update(timer=timer.label, timer_info=info)
+
+
+def run_case(root: Path, case_index: int, skip: set[str]) -> None:
+    ctx = CaseContext.open(RunFolder(root), case_index, skip)
+    ctx.at("setup")
+    ctx.setup()
+    record_timer(ctx)
+    gate = run_gate(ctx)
+    captured = capture(ctx, gate)
+    ctx.folder.update_case(
+        ctx.case.name,
+        samples=captured.samples,
+        failed=gate.failed,
+        no_op_legs=gate.no_ops,
+        legs_timed=[ctx.legs[li].name for li in captured.timed],
+        baseline_warmup_ns=captured.baseline_warmup_ns,
+    )
+    run_rounds(ctx, gate, captured)
+    if ctx.run.collector == "torch" and ctx.device != "cpu":
+        profile_case(ctx, captured)
+    ctx.folder.update_case(ctx.case.name, status="done")
+    ctx.done()
+
+
+def main() -> None:
+    root, case_index = Path(sys.argv[1]), int(sys.argv[2])
+    skip = set(json.loads(sys.argv[3])) if len(sys.argv) > 3 else set()
+    run_case(root, case_index, skip)
+
+
+if __name__ == "__main__":
+    main()

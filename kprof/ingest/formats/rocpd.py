@@ -1,0 +1,73 @@
+"""The rocpd SQLite database, rocprofv3's default output since ROCm 7: the ``kernels`` view and
+roctx ranges from the ``regions`` view (category ``MARKER…``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, trace_meta
+from kprof.ingest.registry import Probe, TraceFormat
+from kprof.trace import Trace, kernel_table, range_table
+
+CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
+
+ROCPD_KERNELS = """
+SELECT name, agent_abs_index, agent_log_index, queue_id, stream_id, tid, start, "end", corr_id,
+       grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count
+FROM kernels
+"""
+
+
+def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
+    k = pd.read_sql_query(ROCPD_KERNELS, con)
+    full, short = full_and_short(k["name"].astype(str).tolist())
+    device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
+    cols: dict[str, Any] = {
+        "rank": [rank] * len(k),
+        "device": device,
+        "stream": k["queue_id"],
+        "start_ns": k["start"],
+        "end_ns": k["end"],
+        "dur_ns": (k["end"] - k["start"]).clip(lower=0),
+        "name": full,
+        "short_name": short,
+        "kind": ["kernel"] * len(k),
+        "correlation": k["corr_id"],
+        "registers": k["vgpr_count"],
+        "shared_mem_bytes": k["lds_size"],
+        "launch_tid": k["tid"],
+    }
+    for axis in "xyz":
+        cols[f"block_{axis}"] = k[f"workgroup_{axis}"]
+        cols[f"grid_{axis}"] = blocks(k[f"grid_{axis}"], k[f"workgroup_{axis}"])
+    regions = pd.read_sql_query(
+        "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'", con
+    )
+    regions = regions[regions["end"] > regions["start"]]
+    ranges = cpu_ranges(
+        regions["name"].tolist(),
+        regions["start"].tolist(),
+        regions["end"].tolist(),
+        regions["pid"].tolist(),
+        regions["tid"].tolist(),
+    )
+    version = dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()).get("schema_version")
+    meta = trace_meta(path, "rocpd", rank, CLOCK, rocpd_schema_version=version)
+    return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta)
+
+
+def _is_rocpd(p: Probe) -> bool:
+    return p.is_sqlite and {"kernels", "rocpd_metadata"} <= p.sqlite_tables
+
+
+FORMAT = TraceFormat(
+    "rocpd",
+    "rocprofv3 rocpd database",
+    _is_rocpd,
+    lambda p, o: load_rocpd(p.connect(), p.path, o.rank or 0),
+    priority=10,
+)

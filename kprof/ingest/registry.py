@@ -1,0 +1,109 @@
+"""Trace formats as a registry. Each module of ``kprof.ingest.formats`` that defines
+``FORMAT = TraceFormat(...)`` is one format: how to recognise a file from its first bytes (or, for
+SQLite files, its tables) and how to load it. Adding a format is adding a module."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import cache, cached_property
+from pathlib import Path
+
+from kprof.errors import KprofInputError
+from kprof.ingest.source import SQLITE_MAGIC, head, local_sqlite
+from kprof.trace import Trace
+
+
+@dataclass
+class Probe:
+    """What format detection looks at: the first decompressed bytes, and the tables of an SQLite file."""
+
+    path: Path
+    head: bytes
+    stack: ExitStack
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.head.startswith(SQLITE_MAGIC)
+
+    @cached_property
+    def sqlite_path(self) -> Path:
+        """A plain SQLite file (a temporary copy when the trace is gzipped), alive with the probe."""
+        return self.stack.enter_context(local_sqlite(self.path))
+
+    def connect(self) -> sqlite3.Connection:
+        try:
+            con = sqlite3.connect(f"file:{self.sqlite_path}?mode=ro", uri=True)
+        except sqlite3.Error as e:
+            raise KprofInputError(self.path, f"SQLite database could not be read ({e})") from None
+        self.stack.callback(con.close)
+        return con
+
+    @cached_property
+    def sqlite_tables(self) -> frozenset[str]:
+        if not self.is_sqlite:
+            return frozenset()
+        try:
+            return frozenset(r[0] for r in self.connect().execute("SELECT name FROM sqlite_master"))
+        except sqlite3.Error as e:
+            raise KprofInputError(self.path, f"SQLite database could not be read ({e})") from None
+
+    @property
+    def json_head(self) -> bytes | None:
+        """The head without leading whitespace when the file starts like JSON, else None."""
+        stripped = self.head.lstrip()
+        return stripped if stripped[:1] in (b"{", b"[") else None
+
+    @property
+    def first_line(self) -> str:
+        return self.head.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    rank: int | None = None  # None: the file's own rank where it has one, else 0
+    recover: bool | None = None  # keep every complete event of a truncated file
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    name: str
+    description: str
+    detect: Callable[[Probe], bool]
+    load: Callable[[Probe, LoadOptions], Trace]
+    priority: int = 0  # checked in descending order: a specific JSON flavour before generic Kineto
+
+
+@cache
+def formats() -> list[TraceFormat]:
+    from kprof.ingest import formats as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        fmt = getattr(module, "FORMAT", None)
+        if isinstance(fmt, TraceFormat):
+            found.append(fmt)
+    return sorted(found, key=lambda f: (-f.priority, f.name))
+
+
+def described() -> str:
+    return ", ".join(f.description for f in formats())
+
+
+@contextmanager
+def probe(path: Path) -> Iterator[tuple[TraceFormat, Probe]]:
+    """The format of ``path`` and the probe its loader reads through."""
+    with ExitStack() as stack:
+        p = Probe(path, head(path), stack)
+        for fmt in formats():
+            if fmt.detect(p):
+                yield fmt, p
+                return
+        if p.is_sqlite:
+            raise KprofInputError(path, "SQLite database is neither a rocprofv3 rocpd file nor an RPD trace")
+        raise KprofInputError(path, f"not a trace kprof can read (expected {described()})")

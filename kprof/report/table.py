@@ -1,0 +1,210 @@
+"""One model of what a report prints — paragraphs and tables — rendered four ways: a rich terminal,
+markdown a PR can quote, CSV and JSON.
+
+Report modules build a :class:`Document` from analysis results; they never format for a particular
+output. A cell may carry a style (a verdict's colour): the terminal uses it, markdown ignores it,
+so nothing is ever parsed back out of formatted text.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+VERDICT_STYLE = {
+    "FASTER": "green",
+    "SLOWER": "red",
+    "SAME": "cyan",
+    "UNRESOLVED": "yellow",
+    "BIASED": "magenta",
+    "REFERENCE": "dim",
+    "MEASURED": "dim",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    style: str = ""
+
+
+def verdict_cell(text: str, verdict: str) -> Cell:
+    return Cell(text, VERDICT_STYLE.get(verdict, ""))
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    align: str = "right"  # "left" for names and labels
+    is_name: bool = False  # may be folded to fit the terminal; numbers never are
+    wide_only: bool = False  # left out of terminals narrower than WIDE_TERMINAL (kept in files)
+
+
+WIDE_TERMINAL = 150
+NAME_MIN_WIDTH = 20
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[Column]
+    rows: list[list[str | Cell]] = field(default_factory=list)
+    row_styles: list[str] = field(default_factory=list)  # per row ("" for none): e.g. dim warm-up steps
+    notes: list[str] = field(default_factory=list)  # lines printed under the table
+
+    def add(self, *cells: str | Cell, style: str = "") -> None:
+        self.rows.append(list(cells))
+        self.row_styles.append(style)
+
+
+@dataclass
+class Paragraph:
+    text: str
+    style: str = ""  # terminal only: "bold", "warning", "error", "rule"
+
+
+Block = Paragraph | Table
+
+
+@dataclass
+class Document:
+    """What a command prints, and (``data``) the machine-readable payload of ``--format json``;
+    ``records`` is the flat table of ``--format csv``."""
+
+    blocks: list[Block] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    records: pd.DataFrame | None = None
+
+    def text(self, text: str, style: str = "") -> None:
+        self.blocks.append(Paragraph(text, style))
+
+    def table(self, table: Table) -> Table:
+        self.blocks.append(table)
+        return table
+
+    def extend(self, other: Document) -> None:
+        self.blocks += other.blocks
+
+
+def _plain(cell: str | Cell) -> str:
+    return cell.text if isinstance(cell, Cell) else cell
+
+
+def _rich_cell(cell: str | Cell) -> str:
+    if isinstance(cell, Cell):
+        return f"[{cell.style}]{escape(cell.text)}[/{cell.style}]" if cell.style else escape(cell.text)
+    return escape(cell)
+
+
+PARAGRAPH_STYLE = {"warning": "[yellow]warning:[/yellow] ", "error": "[red]error:[/red] "}
+
+
+def render_rich(doc: Document, console: Console) -> None:
+    for block in doc.blocks:
+        if isinstance(block, Paragraph):
+            if block.style == "rule":
+                console.rule(f"[bold]{escape(block.text)}")
+            elif block.style == "bold":
+                console.print(f"[bold]{escape(block.text)}[/bold]")
+            else:
+                console.print(PARAGRAPH_STYLE.get(block.style, "") + escape(block.text))
+            continue
+        t = RichTable(title=escape(block.title), title_justify="left")
+        shown = [i for i, c in enumerate(block.columns) if console.width >= WIDE_TERMINAL or not c.wide_only]
+        for i in shown:
+            c = block.columns[i]
+            texts = [_plain(row[i]) for row in block.rows]
+            # Numbers are never cut: a cell may wrap at its spaces, never inside a word; a name may
+            # fold anywhere once it is NAME_MIN_WIDTH wide.
+            longest = max((len(t) for t in texts), default=0)
+            word = max((len(w) for t in texts for w in t.split()), default=0)
+            t.add_column(
+                escape(c.header),
+                justify=c.align,
+                overflow="fold",
+                min_width=min(longest, NAME_MIN_WIDTH) if c.is_name else word,
+            )
+        for cells, style in zip(block.rows, block.row_styles):
+            t.add_row(*(_rich_cell(cells[i]) for i in shown), style=style or None)
+        console.print(t)
+        for note in block.notes:
+            console.print("  " + escape(note))
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Cell]]) -> list[str]:
+    lines = ["| " + " | ".join(_md_escape(c.header) for c in columns) + " |"]
+    lines.append("|" + "|".join(":---" if c.align == "left" else "---:" for c in columns) + "|")
+    lines += ["| " + " | ".join(_md_escape(_plain(c)) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(doc: Document) -> str:
+    lines: list[str] = []
+    for block in doc.blocks:
+        if isinstance(block, Paragraph):
+            prefix = {"rule": "### ", "bold": "**", "warning": "> warning: ", "error": "> error: "}.get(block.style, "")
+            suffix = "**" if block.style == "bold" else ""
+            lines += [f"{prefix}{block.text}{suffix}", ""]
+            continue
+        if block.title:
+            lines += [f"**{block.title}**", ""]
+        bold = [s == "bold" for s in block.row_styles]
+        rows = [[Cell(f"**{_plain(c)}**") for c in r] if b else r for r, b in zip(block.rows, bold)]
+        lines += markdown_table(block.columns, rows)
+        lines.append("")
+        for note in block.notes:
+            lines += [note, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _clean(value: Any) -> Any:
+    """Floats as the shortest text that reads back as the same number; NaN as empty."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return float(f"{value:.12g}")
+    return value
+
+
+def render_csv(doc: Document) -> str:
+    if doc.records is None or not len(doc.records):
+        return ""
+    buf = io.StringIO()
+    doc.records.map(_clean).to_csv(buf, index=False)
+    return buf.getvalue()
+
+
+def render_json(doc: Document) -> str:
+    return json.dumps(doc.data, indent=2, default=str) + "\n"
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as JSON-ready rows (NaN → null, numpy scalars → Python)."""
+    return json.loads(frame.to_json(orient="records")) if len(frame) else []
+
+
+def render(doc: Document, fmt: str, console: Console | None = None) -> str:
+    """``table`` prints to ``console`` and returns ""; the others return the text to write."""
+    if fmt == "table":
+        render_rich(doc, console or Console())
+        return ""
+    if fmt == "md":
+        return render_markdown(doc)
+    if fmt == "csv":
+        return render_csv(doc)
+    if fmt == "json":
+        return render_json(doc)
+    raise ValueError(fmt)

@@ -1,0 +1,392 @@
+"""The typed model of a run: what was asked for (legs with roles, cases, protocol) and how far it got.
+
+This is the one place that turns a run into ``meta.json`` and back. The engine writes it, the
+analysis and the reports read it; nobody handles the raw dict. The format is versioned: a reader
+of an older folder migrates it here, so every stored run keeps loading.
+
+History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
+  1 (kprof 0.1, sessions 1–3): flat dict. ``cases`` a list of names, with ``case_params``,
+    ``bytes_per_call``, ``flops_per_call`` and ``sweep_columns`` as dicts keyed by case name;
+    whole-program runs marked ``"mode": "program"``, their legs carrying ``env``.
+  2 (kprof 0.2): ``kind`` (``workload`` or ``program``) instead of ``mode``; ``cases`` a list of
+    objects (name, params, bytes_per_call, flops_per_call, sweep_columns); every leg has ``env``;
+    roles are the names of :class:`Role`. Version 1 folders are migrated on read
+    (:func:`migrate`), never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields, replace
+from enum import Enum
+from typing import Any
+
+from kprof.errors import KprofInputError
+
+RUN_FORMAT_VERSION = 2
+
+
+class Role(str, Enum):
+    """Why a leg is in the run. A leg may have several (the baseline is also a factorial cell)."""
+
+    BASELINE = "baseline"  # the reference every effect is measured against
+    TARGET = "target"  # every lever of the change on
+    ADD_ONE = "add_one"  # baseline + one lever
+    LEAVE_ONE_OUT = "leave_one_out"  # target − one lever ("revert one commit")
+    FACTORIAL = "factorial"  # a cell of the full 2^n design
+    SWEEP = "sweep"  # the target with a parameter forced to a value
+    SWEEP_BASELINE = "sweep_baseline"  # the baseline with the same value forced (mechanism sweeps)
+    AA = "aa"  # the baseline again, set up and captured independently: the run's own noise and bias
+    TORCH = "torch"  # the workload's plain-PyTorch implementation
+    PLANTED = "planted"  # calibration: the reference plus a spin of known length
+    SPIN = "spin"  # calibration: that spin alone (measures what was planted; not a comparison)
+    LEG = "leg"  # a whole-program leg compared with the baseline process
+
+    __hash__ = str.__hash__  # a role and its name are interchangeable as set members and dict keys
+
+
+# Leg parameters that kprof handles itself (the rest are forced workload parameters).
+IMPL = "impl"  # "torch": time the workload's plain-PyTorch implementation
+PLANT = "plant_pct"  # the leg's work plus a spin of this percentage of the baseline time
+SPIN_PARAM = "spin_pct"  # that spin alone
+KPROF_PARAMS = (IMPL, PLANT, SPIN_PARAM)
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One configuration timed in every round: a feature set with forced parameters, or a whole
+    program with its environment."""
+
+    name: str
+    features: frozenset[str] = frozenset()
+    params: tuple[tuple[str, Any], ...] = ()
+    roles: frozenset[Role] = frozenset()
+    replica: int = 0  # ≥ 1 for the A/A copies of the baseline
+    env: tuple[tuple[str, str], ...] = ()  # whole-program legs: environment variables
+
+    def has(self, role: Role) -> bool:
+        return role in self.roles
+
+    @property
+    def is_comparison(self) -> bool:
+        """Everything but the reference and the spins timed alone is compared with the baseline."""
+        return not (self.has(Role.BASELINE) or self.has(Role.SPIN))
+
+    @property
+    def workload_params(self) -> dict[str, Any]:
+        """Forced workload parameters (a sweep value), without kprof's own."""
+        return {k: v for k, v in self.params if k not in KPROF_PARAMS}
+
+    @property
+    def plant(self) -> tuple[str, float] | None:
+        """The planting instruction (``plant_pct`` or ``spin_pct`` and its percentage), if any."""
+        for key, value in self.params:
+            if key in (PLANT, SPIN_PARAM):
+                return key, float(value)
+        return None
+
+    @property
+    def is_torch(self) -> bool:
+        return dict(self.params).get(IMPL) == "torch"
+
+    def mask(self, order: Iterable[str]) -> int:
+        return sum(1 << i for i, f in enumerate(order) if f in self.features)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "features": sorted(self.features),
+            "params": [list(p) for p in self.params],
+            "roles": sorted(r.value for r in self.roles),
+            "replica": self.replica,
+            "env": dict(self.env),
+        }
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any]) -> Leg:
+        try:
+            roles = frozenset(Role(r) for r in d.get("roles", ()))
+        except ValueError as e:
+            raise KprofInputError("meta.json", f"leg {d.get('name')!r}: unknown role ({e})") from None
+        return cls(
+            name=str(d["name"]),
+            features=frozenset(d.get("features", ())),
+            params=tuple((str(k), v) for k, v in d.get("params", ())),
+            roles=roles,
+            replica=int(d.get("replica", 0)),
+            env=tuple((str(k), str(v)) for k, v in (d.get("env") or {}).items()),
+        )
+
+
+@dataclass(frozen=True)
+class FeatureRecord:
+    """A workload feature as the run recorded it (kprof.workload.Feature without its behaviour)."""
+
+    name: str
+    exactness: str = "bitwise"
+    ulps: int = 0
+    rtol: float = 0.0
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One case of the run: its parameters and what a call moves and computes."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    bytes_per_call: dict[str, int] = field(default_factory=dict)
+    flops_per_call: int = 0
+    sweep_columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # str(value) → columns
+
+
+@dataclass
+class CaseStatus:
+    """How far a case got. ``status`` is empty while it runs, ``done`` or ``failed`` at the end."""
+
+    status: str = ""
+    reason: str = ""
+    samples: int | None = None
+    failed: dict[str, str] = field(default_factory=dict)  # leg → why it was not timed
+    crashed_legs: list[str] = field(default_factory=list)  # legs that took their worker down
+    no_op_legs: list[str] = field(default_factory=list)  # legs that launch exactly what the baseline does
+    legs_timed: list[str] = field(default_factory=list)
+    baseline_warmup_ns: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # anything else a stage recorded
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "failed")
+
+    def record(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**{k: v for k, v in out.items() if v not in (None, "", [], {})}, **self.extra}
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any]) -> CaseStatus:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in d.items() if k in known}, extra={k: v for k, v in d.items() if k not in known})
+
+
+@dataclass
+class Run:
+    """A run folder's meta.json, typed."""
+
+    kind: str  # "workload" or "program"
+    workload: str  # bundled name, a .py path, or the program's command line
+    workload_name: str
+    legs: list[Leg]
+    cases: list[CaseRecord]
+    rounds: int
+    seed: int = 0
+    threshold_pct: float = 0.5
+    device: str = "cpu"
+    dtype: str = ""
+    design: str = ""
+    preset: str = ""
+    command: str = ""
+    collector: str = "events"
+    features: list[FeatureRecord] = field(default_factory=list)
+    sweep: tuple[str, list[Any]] | None = None
+    samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
+    buffer_sets: int = 4
+    buffers: str = "shared"  # or "per-leg" (the PR method)
+    program: list[str] = field(default_factory=list)
+    timer: str | None = None
+    timer_info: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    git_revision: str | None = None
+    git_dirty: bool | None = None
+    started: str = ""
+    case_status: dict[str, CaseStatus] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not model, kept as read
+
+    # -- the legs by role ---------------------------------------------------------------------
+
+    @property
+    def baseline(self) -> Leg:
+        """The reference leg. Every run has exactly one; its name is whatever the user chose."""
+        return next(leg for leg in self.legs if leg.has(Role.BASELINE))
+
+    @property
+    def aa_legs(self) -> list[Leg]:
+        return [leg for leg in self.legs if leg.has(Role.AA)]
+
+    def with_role(self, role: Role) -> list[Leg]:
+        return [leg for leg in self.legs if leg.has(role)]
+
+    def leg(self, name: str) -> Leg:
+        for leg in self.legs:
+            if leg.name == name:
+                return leg
+        raise KeyError(name)
+
+    @property
+    def lever_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    @property
+    def case_names(self) -> list[str]:
+        return [c.name for c in self.cases]
+
+    def case(self, name: str) -> CaseRecord:
+        return next(c for c in self.cases if c.name == name)
+
+    def status(self, case: str) -> CaseStatus:
+        return self.case_status.setdefault(case, CaseStatus())
+
+    @property
+    def device_timed(self) -> bool:
+        return self.device != "cpu"
+
+    @property
+    def timer_label(self) -> str:
+        return self.timer or (
+            "host-clock (CPU, Triton interpreter: not device time)" if self.device == "cpu" else "cuda-events"
+        )
+
+    @property
+    def bytes_per_call(self) -> dict[str, dict[str, int]]:
+        return {c.name: c.bytes_per_call for c in self.cases}
+
+    # -- meta.json ----------------------------------------------------------------------------
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_format_version": RUN_FORMAT_VERSION,
+            "kind": self.kind,
+            "command": self.command,
+            "workload": self.workload,
+            "workload_name": self.workload_name,
+            "preset": self.preset,
+            "design": self.design,
+            "collector": self.collector,
+            "device": self.device,
+            "dtype": self.dtype,
+            "rounds": self.rounds,
+            "samples": self.samples,
+            "buffer_sets": self.buffer_sets,
+            "buffers": self.buffers,
+            "seed": self.seed,
+            "threshold_pct": self.threshold_pct,
+            "features": [asdict(f) for f in self.features],
+            "sweep": list(self.sweep) if self.sweep else None,
+            "cases": [asdict(c) for c in self.cases],
+            "legs": [leg.record() for leg in self.legs],
+            "program": self.program,
+            "timer": self.timer,
+            "timer_info": self.timer_info,
+            "versions": self.versions,
+            "git_revision": self.git_revision,
+            "git_dirty": self.git_dirty,
+            "started": self.started,
+            "case_status": {k: v.record() for k, v in self.case_status.items()},
+        }
+        return {**self.extra, **out}
+
+    def to_json(self) -> str:
+        return json.dumps(self.record(), indent=2, default=str) + "\n"
+
+    @classmethod
+    def from_record(cls, raw: Any, where: str = "meta.json") -> Run:
+        if not isinstance(raw, dict):
+            raise KprofInputError(
+                where, f"is not a kprof run description (a JSON object was expected, got {type(raw).__name__})"
+            )
+        try:
+            d = migrate(raw, where)
+            legs = [Leg.from_record(x) for x in d["legs"]]
+            cases = [CaseRecord(**c) for c in d["cases"]]
+            features = [FeatureRecord(**f) for f in d.get("features") or []]
+            status = {k: CaseStatus.from_record(v) for k, v in (d.get("case_status") or {}).items()}
+            sweep = tuple(d["sweep"]) if d.get("sweep") else None
+            modelled = {f.name for f in fields(cls)} | {"run_format_version"}
+            run = cls(
+                kind=d["kind"],
+                workload=str(d["workload"]),
+                workload_name=str(d.get("workload_name") or d["workload"]),
+                legs=legs,
+                cases=cases,
+                rounds=int(d["rounds"]),
+                seed=int(d.get("seed", 0)),
+                threshold_pct=float(d.get("threshold_pct", 0.5)),
+                device=str(d.get("device", "cpu")),
+                dtype=str(d.get("dtype") or ""),
+                design=str(d.get("design") or ""),
+                preset=str(d.get("preset") or ""),
+                command=str(d.get("command") or ""),
+                collector=str(d.get("collector") or "events"),
+                features=features,
+                sweep=sweep,  # type: ignore[arg-type]
+                samples=d.get("samples"),
+                buffer_sets=int(d.get("buffer_sets") or 4),
+                buffers=str(d.get("buffers") or "shared"),
+                program=list(d.get("program") or []),
+                timer=d.get("timer"),
+                timer_info=dict(d.get("timer_info") or {}),
+                versions=dict(d.get("versions") or {}),
+                git_revision=d.get("git_revision"),
+                git_dirty=d.get("git_dirty"),
+                started=str(d.get("started") or ""),
+                case_status=status,
+                extra={k: v for k, v in d.items() if k not in modelled},
+            )
+        except KprofInputError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
+        if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:
+            raise KprofInputError(where, "a run needs exactly one leg with the baseline role")
+        return run
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "meta.json") -> Run:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise KprofInputError(where, f"is not valid JSON ({e})") from None
+        return cls.from_record(raw, where)
+
+    def updated(self, **changes: Any) -> Run:
+        return replace(self, **changes)
+
+
+def migrate(raw: dict[str, Any], where: str = "meta.json") -> dict[str, Any]:
+    """Bring a meta.json dict of any known version to the current one (see the history above)."""
+    version = raw.get("run_format_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise KprofInputError(where, f"run_format_version {version!r} is not a version kprof wrote")
+    if version > RUN_FORMAT_VERSION:
+        raise KprofInputError(
+            where, f"written by a newer kprof (run format {version}; this kprof reads up to {RUN_FORMAT_VERSION})"
+        )
+    d = dict(raw)
+    if version == 1:
+        d = _from_v1(d)
+    return d
+
+
+def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 → 2: per-case dicts folded into case objects; ``mode`` → ``kind``; legs get ``env``."""
+    names = d.get("cases")
+    if not isinstance(names, list):
+        raise KeyError("cases")
+    params = d.pop("case_params", None) or {}
+    nbytes = d.pop("bytes_per_call", None) or {}
+    flops = d.pop("flops_per_call", None) or {}
+    columns = d.pop("sweep_columns", None) or {}
+    d["cases"] = [
+        {
+            "name": str(n),
+            "params": dict(params.get(n) or {}),
+            "bytes_per_call": dict(nbytes.get(n) or {}),
+            "flops_per_call": int(flops.get(n) or 0),
+            "sweep_columns": dict(columns.get(n) or {}),
+        }
+        for n in names
+    ]
+    d["kind"] = "program" if d.pop("mode", None) == "program" else "workload"
+    d["legs"] = [dict(leg, env=leg.get("env") or {}) for leg in d["legs"]]
+    d["run_format_version"] = RUN_FORMAT_VERSION
+    return d

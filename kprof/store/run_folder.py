@@ -1,0 +1,97 @@
+"""A run folder: ``meta.json`` (the typed :class:`~kprof.run_model.Run`) and parquet parts.
+
+Parts are written one per (table, case, round) as the run goes (``samples/c000-r0003.parquet``),
+so an interrupted run keeps every finished round and ``--resume`` continues after the last one.
+Any parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, polars).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kprof.errors import KprofInputError
+from kprof.run_model import CaseStatus, Run
+from kprof.store.atomic import write_parquet, write_text
+from kprof.store.run_tables import TABLES, check_columns, to_arrow
+
+META = "meta.json"
+
+
+def is_run_folder(path: Path) -> bool:
+    return (path / META).is_file()
+
+
+class RunFolder:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def meta_path(self) -> Path:
+        return self.root / META
+
+    def create(self, run: Run) -> None:
+        if self.meta_path.exists():
+            raise KprofInputError(self.root, "already holds a run (use --resume to continue it, or another --out)")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.write_run(run)
+
+    def read_run(self) -> Run:
+        if not self.meta_path.exists():
+            raise KprofInputError(self.root, "is not a kprof run folder (no meta.json)")
+        try:
+            text = self.meta_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise KprofInputError(self.meta_path, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        return Run.from_json(text, str(self.meta_path))
+
+    def write_run(self, run: Run) -> None:
+        write_text(run.to_json(), self.meta_path)
+
+    def update(self, **fields: Any) -> Run:
+        run = self.read_run().updated(**fields)
+        self.write_run(run)
+        return run
+
+    def update_case(self, case: str, **fields: Any) -> CaseStatus:
+        """Set fields of one case's status (unknown names go to its ``extra``) and store it."""
+        run = self.read_run()
+        status = run.status(case)
+        for key, value in fields.items():
+            if hasattr(status, key) and key != "extra":
+                setattr(status, key, value)
+            else:
+                status.extra[key] = value
+        self.write_run(run)
+        return status
+
+    def part_path(self, table: str, case_index: int, round_index: int | None) -> Path:
+        suffix = "pre" if round_index is None else f"r{round_index:04d}"
+        return self.root / table / f"c{case_index:03d}-{suffix}.parquet"
+
+    def write_part(self, table: str, case_index: int, round_index: int | None, frame: pd.DataFrame) -> None:
+        write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index))
+
+    def read(self, table: str) -> pd.DataFrame:
+        assert table in TABLES, table
+        folder = self.root / table
+        parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        frames = []
+        for p in parts:
+            try:
+                frame = pq.read_table(p).to_pandas()
+            except (OSError, pa.ArrowException) as e:
+                raise KprofInputError(p, f"not a readable parquet part ({e})") from None
+            check_columns(table, frame, str(p))
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def finished_rounds(self, case_index: int) -> list[int]:
+        folder = self.root / "samples"
+        if not folder.is_dir():
+            return []
+        return sorted(int(p.stem.split("-r")[1]) for p in folder.glob(f"c{case_index:03d}-r*.parquet"))

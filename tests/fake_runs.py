@@ -1,0 +1,71 @@
+"""Run folders with known effects, written through the same store as a real run: for testing the
+analysis and the reports in milliseconds, with numbers the test knows in advance."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kprof.run_model import CaseRecord, Leg, Run
+from kprof.store.run_folder import RunFolder
+
+
+def write_run(
+    root: Path,
+    legs: list[Leg],
+    log_effect: Callable[[Leg, str], float],
+    cases: tuple[str, ...] = ("c",),
+    rounds: int = 16,
+    noise: float = 0.002,
+    seed: int = 0,
+    kind: str = "workload",
+    features: tuple[str, ...] = (),
+    timer: str = "cuda-events (device time, graph replay, cold L2)",
+    **run_fields: object,
+) -> RunFolder:
+    """A finished run: t(leg, case, round) = 100 µs · exp(log_effect(leg, case) + round drift + noise)."""
+    from kprof.run_model import FeatureRecord
+
+    rng = np.random.default_rng(seed)
+    run = Run(
+        kind=kind,
+        workload="synthetic",
+        workload_name="synthetic",
+        legs=legs,
+        cases=[CaseRecord(c) for c in cases],
+        rounds=rounds,
+        device="cuda",
+        dtype="bfloat16",
+        design="all",
+        preset="test",
+        timer=timer,
+        features=[FeatureRecord(f) for f in features],
+        **run_fields,  # type: ignore[arg-type]
+    )
+    folder = RunFolder(root)
+    folder.create(run)
+    for ci, case in enumerate(cases):
+        for r in range(rounds + 1):
+            drift = rng.normal(0, 0.01)  # shared by every leg of a round: pairing removes it
+            rows = [
+                dict(
+                    case=case,
+                    leg=leg.name,
+                    round=r,
+                    sample=i,
+                    buffer_set=r % 4,
+                    slot=slot,
+                    time_ns=100e3 * math.exp(log_effect(leg, case) + drift + rng.normal(0, noise)),
+                    timer=timer,
+                    burn_in=r == 0,
+                )
+                for slot, leg in enumerate(legs)
+                for i in range(3)
+            ]
+            folder.write_part("samples", ci, r, pd.DataFrame(rows))
+        folder.update_case(case, status="done")
+    return folder

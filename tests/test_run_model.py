@@ -1,0 +1,119 @@
+"""The typed run model and its meta.json format: every stored run still loads (version 1 folders
+are migrated), bad descriptions are one-line errors, and the analysis finds legs by role, never by
+name (a baseline named "base" crashed a report on the GPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from fake_runs import write_run
+from kprof.analysis.run_analysis import analyse_run
+from kprof.errors import KprofInputError
+from kprof.report.run_report import run_document
+from kprof.report.table import render_markdown
+from kprof.run_model import RUN_FORMAT_VERSION, Leg, Role, Run, migrate
+from kprof.store.run_folder import RunFolder
+
+STORED = sorted((ROOT / "docs" / "runs").glob("*/*/meta.json"))
+
+
+def test_there_are_stored_runs_to_check() -> None:
+    assert len(STORED) >= 20
+
+
+@pytest.mark.parametrize("meta", STORED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_stored_run_loads_through_the_migration(meta: Path) -> None:
+    raw = json.loads(meta.read_text())
+    assert raw["run_format_version"] == 1  # written by the first sessions: the migration is exercised
+    run = RunFolder(meta.parent).read_run()
+    assert run.kind == "workload"
+    assert run.case_names == raw["cases"]
+    assert [leg.name for leg in run.legs] == [d["name"] for d in raw["legs"]]
+    assert run.baseline.has(Role.BASELINE) and run.aa_legs
+    for case in run.cases:
+        assert case.params == raw["case_params"][case.name]
+        assert case.bytes_per_call == raw["bytes_per_call"][case.name]
+    # the migrated description writes and reads back unchanged
+    again = Run.from_json(run.to_json())
+    assert again.record() == run.record()
+
+
+def test_a_stored_run_renders_with_the_migrated_model() -> None:
+    report = analyse_run(ROOT / "docs" / "runs" / "h200-2026-11-30" / "paged_endpoints")
+    md = render_markdown(run_document(report))
+    assert "| baseline (A/A) |" in md and "cuda-events" in md
+
+
+def test_version_1_program_run_is_migrated() -> None:
+    v1 = {
+        "mode": "program",
+        "workload": "python bench.py",
+        "cases": ["GPU busy per process"],
+        "legs": [
+            {"name": "base", "env": {}, "roles": ["baseline"], "features": [], "params": [], "replica": 0},
+            {"name": "base (A/A)", "env": {"X": "1"}, "roles": ["aa"], "features": [], "params": [], "replica": 1},
+        ],
+        "rounds": 8,
+        "run_format_version": 1,
+    }
+    d = migrate(v1)
+    assert d["kind"] == "program" and d["run_format_version"] == RUN_FORMAT_VERSION
+    assert d["cases"][0]["name"] == "GPU busy per process"
+    run = Run.from_record(v1)
+    assert run.baseline.name == "base" and run.aa_legs[0].env == (("X", "1"),)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({}, "not a kprof run description"),
+        ([], "a JSON object was expected"),
+        (42, "a JSON object was expected"),
+        ({"legs": "oops", "cases": [], "rounds": 1, "workload": "w", "kind": "workload"}, "not a kprof run"),
+        ({"run_format_version": 99}, "newer kprof"),
+        ({"run_format_version": "two"}, "not a version"),
+    ],
+)
+def test_bad_descriptions_are_one_line_errors(raw: object, words: str) -> None:
+    with pytest.raises(KprofInputError, match=words):
+        Run.from_record(raw, "x/meta.json")
+
+
+def test_a_run_needs_exactly_one_baseline() -> None:
+    legs = [Leg("a", roles=frozenset({Role.LEG})), Leg("b", roles=frozenset({Role.AA}), replica=1)]
+    raw = Run("program", "p", "p", legs, [], rounds=6).record()
+    with pytest.raises(KprofInputError, match="exactly one leg with the baseline role"):
+        Run.from_record(raw)
+
+
+def test_non_utf8_meta_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "meta.json").write_bytes(b'{"kind": "\xff"}')
+    with pytest.raises(KprofInputError, match="not UTF-8"):
+        RunFolder(tmp_path).read_run()
+
+
+def test_program_run_with_arbitrary_names_and_a_kernel_one_leg_lacks(tmp_path: Path) -> None:
+    """The GPU defect: a whole-program run with legs 'base' and 'slow' ended in KeyError: 'base'
+    when a kernel ran in one leg only. Legs are found by role now, and such a case is reported
+    without a baseline row instead of crashing the report."""
+    legs = [
+        Leg("base", roles=frozenset({Role.BASELINE})),
+        Leg("slow", roles=frozenset({Role.LEG}), env=(("SLOW", "1"),)),
+        Leg("base (A/A)", roles=frozenset({Role.AA}), replica=1),
+    ]
+    effects = {"base": 0.0, "slow": math.log(1.10), "base (A/A)": 0.0}
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: effects[leg.name], kind="program")
+    # a kernel that only the slow leg launches: its own case, with no baseline rounds
+    extra = folder.read("samples").query("leg == 'slow'").assign(case="extra_kernel (per call)")
+    folder.write_part("samples", 9, 0, extra)
+    report = analyse_run(folder.root)
+    slow = report.effects.query("case == 'c' and leg == 'slow'").iloc[0]
+    assert slow["verdict"] == "SLOWER"
+    assert slow["ci_low_pct"] <= 100 * (1 / 1.10 - 1) <= slow["ci_high_pct"]
+    assert report.calibration.empty and "extra_kernel (per call)" not in set(report.effects["case"])
+    assert "| slow |" in render_markdown(run_document(report))
