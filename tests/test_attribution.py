@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from fake_runs import write_run
 from typer.testing import CliRunner
 
 from conftest import DEVICE, ROOT
-from fake_runs import write_run
 from kprof.analysis.attribution import attribute_run, sweep_table
 from kprof.analysis.run_effects import leg_effects
 from kprof.cli import app

@@ -110,3 +110,6 @@ def test_torch_collector_gives_per_kernel_times_per_leg(tmp_path: Path) -> None:
     kernels = json.loads(res.stdout)["kernels"]
     names = {r["case"].split(" · ")[1] for r in kernels}
     assert {"paged_decode_stage2"} <= names and any("stage1" in n for n in names)
+    # every kernel of every leg: the grouped stage 1 runs only in the "all" leg (no baseline rounds)
+    grouped = [r for r in kernels if r["case"].endswith("paged_decode_stage1_grouped")]
+    assert grouped and {r["leg"] for r in grouped} == {"all"} and grouped[0]["verdict"] == "NO BASELINE"

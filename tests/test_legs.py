@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from kprof.errors import KprofInputError
 from kprof.engine.design import design_legs
 from kprof.engine.schedule import round_orders, williams_rows
+from kprof.errors import KprofInputError
 
 F = ("a", "b", "c")
 

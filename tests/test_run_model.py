@@ -9,9 +9,9 @@ import math
 from pathlib import Path
 
 import pytest
+from fake_runs import write_run
 
 from conftest import ROOT
-from fake_runs import write_run
 from kprof.analysis.run_analysis import analyse_run
 from kprof.errors import KprofInputError
 from kprof.report.run_report import run_document
@@ -100,7 +100,7 @@ def test_non_utf8_meta_is_a_one_line_error(tmp_path: Path) -> None:
 def test_program_run_with_arbitrary_names_and_a_kernel_one_leg_lacks(tmp_path: Path) -> None:
     """The GPU defect: a whole-program run with legs 'base' and 'slow' ended in KeyError: 'base'
     when a kernel ran in one leg only. Legs are found by role now, and such a case is reported
-    without a baseline row instead of crashing the report."""
+    with its time and no comparison instead of crashing the report."""
     legs = [
         Leg("base", roles=frozenset({Role.BASELINE})),
         Leg("slow", roles=frozenset({Role.LEG}), env=(("SLOW", "1"),)),
@@ -115,5 +115,8 @@ def test_program_run_with_arbitrary_names_and_a_kernel_one_leg_lacks(tmp_path: P
     slow = report.effects.query("case == 'c' and leg == 'slow'").iloc[0]
     assert slow["verdict"] == "SLOWER"
     assert slow["ci_low_pct"] <= 100 * (1 / 1.10 - 1) <= slow["ci_high_pct"]
-    assert report.calibration.empty and "extra_kernel (per call)" not in set(report.effects["case"])
-    assert "| slow |" in render_markdown(run_document(report))
+    assert report.calibration.empty
+    extra_row = report.effects.query("case == 'extra_kernel (per call)'").iloc[0]
+    assert extra_row["leg"] == "slow" and extra_row["verdict"] == "NO BASELINE" and extra_row["time_us"] > 0
+    md = render_markdown(run_document(report))
+    assert "| slow |" in md and "the baseline has none" in md

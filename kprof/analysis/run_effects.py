@@ -20,6 +20,7 @@ from kprof.analysis import stats as S
 from kprof.run_model import PLANT, SPIN_PARAM, Leg, Role
 
 TRIM = 0.2
+NO_BASELINE = "NO BASELINE"  # the case has no baseline rounds (a kernel the baseline never launches)
 
 
 def round_statistics(samples: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +81,14 @@ def leg_effects(
     summaries: dict[str, CaseSummary] = {}
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case)
-        if baseline not in logs:
+        if baseline not in logs:  # e.g. a kernel that only some legs launch: its time, no comparison
+            for leg in (leg.name for leg in legs if leg.name in logs.columns):
+                t_med = float(np.exp(logs[leg]).median())
+                roles = sorted(r.value for r in by_name[leg].roles)
+                rows.append(
+                    dict(case=case, leg=leg, roles=roles, rounds=int(logs[leg].notna().sum()), time_us=t_med / 1e3)
+                )
+                rows[-1].update(effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=np.nan, verdict=NO_BASELINE)
             continue
         d_all = logs.sub(logs[baseline], axis=0).dropna(how="any")
         n = len(d_all)

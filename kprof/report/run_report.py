@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from kprof.analysis.run_analysis import RunReport
-from kprof.analysis.run_effects import CaseSummary
+from kprof.analysis.run_effects import NO_BASELINE, CaseSummary
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.run_model import Role, Run
 
@@ -27,6 +27,8 @@ def effect_text(row: pd.Series | dict[str, Any]) -> str:
         return "planted delay, timed alone"
     if row["verdict"] == "BIASED":
         return "– (A/A biased)"
+    if row["verdict"] == NO_BASELINE:
+        return "– (the baseline has none)"
     lo, hi = row["ci_low_pct"], row["ci_high_pct"]
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{row['effect_pct']:+.2f}% [no 95% interval at {row['rounds']} rounds]"

@@ -28,6 +28,7 @@ VERDICT_STYLE = {
     "BIASED": "magenta",
     "REFERENCE": "dim",
     "MEASURED": "dim",
+    "NO BASELINE": "dim",
 }
 
 
