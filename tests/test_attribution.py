@@ -191,6 +191,8 @@ def test_attribute_runs_a_workload_first(tmp_path: Path) -> None:
             "paged_decode",
             "--device",
             DEVICE,
+            "--preset",
+            "smoke",
             "--case",
             "b2",
             "--rounds",

@@ -17,7 +17,20 @@ from kprof.cli import app
 from kprof.store.run_folder import RunFolder as RunStore
 
 runner = CliRunner()
-SMALL = ["--device", DEVICE, "--case", "b2", "--rounds", "6", "--samples", "1", "--buffer-sets", "2"]
+SMALL = [
+    "--device",
+    DEVICE,
+    "--preset",
+    "smoke",
+    "--case",
+    "b2",
+    "--rounds",
+    "6",
+    "--samples",
+    "1",
+    "--buffer-sets",
+    "2",
+]
 TIMER = "cuda-events" if HAS_GPU else "host-clock"
 
 
@@ -199,6 +212,8 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
             "add-one",
             "--device",
             DEVICE,
+            "--preset",
+            "smoke",
             "--rounds",
             "6",
             "--samples",

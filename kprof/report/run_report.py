@@ -110,14 +110,18 @@ def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
     return table
 
 
-def _status_lines(run: Run) -> list[str]:
+def _status_lines(run: Run) -> list[tuple[str, str]]:
+    """(text, style): failures are errors; legs that launch what the baseline launches are warnings."""
     lines = []
     for case, status in run.case_status.items():
         if status.status == "failed":
-            lines.append(f"case {case} failed: {status.reason}")
-        lines += [f"{case} · {leg} not timed: {reason}" for leg, reason in status.failed.items()]
+            lines.append((f"case {case} failed: {status.reason}", "error"))
+        lines += [(f"{case} · {leg} not timed: {reason}", "error") for leg, reason in status.failed.items()]
         lines += [
-            f"{case} · {leg}: launches exactly what the baseline launches (its features change nothing here)"
+            (
+                f"{case} · {leg}: launches exactly what the baseline launches (its features change nothing here)",
+                "warning",
+            )
             for leg in status.no_op_legs
         ]
     return lines
@@ -166,8 +170,8 @@ def run_document(report: RunReport) -> Document:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
     for case, rows in report.effects.groupby("case", sort=False):
         doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case))))
-    for line in _status_lines(run):
-        doc.text(line, "error")
+    for line, style in _status_lines(run):
+        doc.text(line, style)
     if len(report.kernel_effects):
         doc.table(_kernel_breakdown(report.kernel_effects))
     if len(report.calibration):
