@@ -15,13 +15,14 @@ _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}
 
 @dataclass
 class Trace:
-    """One ingested file (one rank): kernel events, annotated ranges, and metadata.
+    """One ingested file (one rank): device activities (kernels, copies, memsets), annotated ranges,
+    and metadata.
 
     ``meta`` always holds ``file``, ``format``, ``rank`` and ``clock``; ``warnings`` lists what the
     parser had to guess or skip, so reports can say so instead of hiding it.
     """
 
-    kernels: pd.DataFrame
+    events: pd.DataFrame  # the kernel_events table: every device activity, ``kind`` says which
     ranges: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -41,7 +42,7 @@ def table_from_columns(columns: dict[str, Any], schema: pa.Schema) -> pd.DataFra
     return table.to_pandas(types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True)
 
 
-def kernel_table(columns: dict[str, Any]) -> pd.DataFrame:
+def events_table(columns: dict[str, Any]) -> pd.DataFrame:
     return table_from_columns(columns, KERNEL_EVENTS)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -142,23 +143,22 @@ class Workload(ABC):
         raise KprofInputError("--sweep", f"{self.name} cannot force {name!r} (sweepable: {have})")
 
 
-BUNDLED = {
-    "copy": "kernels.copy.workload",
-    "gdn_decode": "kernels.gdn_decode.workload",
-    "mla_decode": "kernels.mla_decode.workload",
-    "paged_decode": "kernels.paged_decode.workload",
-}
-
-
 def bundled_names() -> list[str]:
-    return sorted(BUNDLED)
+    """Every family folder of the ``kernels`` package that has a ``workload`` module: adding a
+    family is adding its folder."""
+    import kernels
+
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(kernels.__path__)
+        if info.ispkg and importlib.util.find_spec(f"kernels.{info.name}.workload") is not None
+    )
 
 
 def load_workload(spec: str) -> Workload:
     """A bundled name (``paged_decode``) or a path to a Python file that defines ``WORKLOAD``."""
-    if spec in BUNDLED:
-        module = importlib.import_module(BUNDLED[spec])
-        return module.WORKLOAD
+    if spec in bundled_names():
+        return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
     path = Path(spec)
     if path.suffix != ".py":
         raise KprofInputError(spec, f"not a bundled workload ({', '.join(bundled_names())}) nor a .py file")

@@ -39,7 +39,7 @@ def test_cpu_steps_follow_the_launch_not_the_kernel_start(tmp_path: Path) -> Non
         _kernel("k2", 170, 10, 2),
     ]
     trace, tables = _load(tmp_path, events)
-    assert trace.kernels.set_index("name")["step"].to_dict() == {"late": 1, "k2": 2}
+    assert trace.events.set_index("name")["step"].to_dict() == {"late": 1, "k2": 2}
     assert trace.meta["step_source"] == "CPU step range holding the launch"
 
 
@@ -55,7 +55,7 @@ def test_gpu_step_ranges_win_when_present(tmp_path: Path) -> None:
         _kernel("b", 165, 5, 2),  # launched in CPU step 1, but inside GPU step 2's range
     ]
     trace, _ = _load(tmp_path, events)
-    assert trace.kernels.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
+    assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
     assert trace.meta["step_source"] == "GPU step ranges"
 
 
@@ -71,7 +71,7 @@ def test_nested_annotations_innermost_and_inclusive(tmp_path: Path) -> None:
         _kernel("other", 260, 5, 3),
     ]
     trace, tables = _load(tmp_path, events)
-    annotation = trace.kernels.set_index("name")["annotation"]
+    annotation = trace.events.set_index("name")["annotation"]
     assert annotation["qk"] == "attention" and annotation["mlp"] == "layer"
     assert annotation.isna()["other"]
     ann = tables.annotations.set_index("name")

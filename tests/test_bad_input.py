@@ -38,7 +38,7 @@ def _check(path: Path) -> None:
     except KprofInputError as e:
         assert str(e).startswith(str(path)) and "\n" not in str(e)
     else:
-        assert (trace.kernels["dur_ns"] >= 0).all()
+        assert (trace.events["dur_ns"] >= 0).all()
 
 
 @SETTINGS

@@ -26,17 +26,17 @@ def test_counts_and_exact_times_match_the_file(path: Path) -> None:
     base = doc["baseTimeNanoseconds"]
     gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     t = kineto.load(path)
-    assert len(t.kernels) == len(gpu)
+    assert len(t.events) == len(gpu)
     expected = sorted(base + int(Decimal(e["ts"]) * 1000) for e in gpu)
-    assert sorted(t.kernels["start_ns"].astype(int)) == expected
+    assert sorted(t.events["start_ns"].astype(int)) == expected
     expected_dur = sorted(int(Decimal(e["dur"]) * 1000) for e in gpu)
-    assert sorted(t.kernels["dur_ns"].astype(int)) == expected_dur
-    assert (t.kernels["end_ns"] - t.kernels["start_ns"] == t.kernels["dur_ns"]).all()
+    assert sorted(t.events["dur_ns"].astype(int)) == expected_dur
+    assert (t.events["end_ns"] - t.events["start_ns"] == t.events["dur_ns"]).all()
 
 
 def test_graph_replays_share_one_correlation_and_one_launch() -> None:
     t = kineto.load(GRAPH)
-    kernels = t.kernels[t.kernels["kind"] == "kernel"]
+    kernels = t.events[t.events["kind"] == "kernel"]
     per_launch = kernels.groupby("correlation").size()
     assert per_launch.max() == 60  # one cudaGraphLaunch replays the whole decode stack
     graph = kernels[kernels["correlation"].isin(per_launch[per_launch == 60].index)]
@@ -71,8 +71,8 @@ def test_three_ts_generations_give_exact_absolute_ns(tmp_path: Path, head: str, 
         f'"ts": {ts}, "dur": 1.5, {KERNEL_ARGS}}}]}}'
     )
     t = kineto.load(_write(tmp_path, "t.json", text))
-    assert int(t.kernels["start_ns"].iloc[0]) == expected_ns
-    assert int(t.kernels["dur_ns"].iloc[0]) == 1500
+    assert int(t.events["start_ns"].iloc[0]) == expected_ns
+    assert int(t.events["dur_ns"].iloc[0]) == 1500
 
 
 def test_base_time_written_after_the_events_is_still_applied(tmp_path: Path) -> None:
@@ -81,13 +81,13 @@ def test_base_time_written_after_the_events_is_still_applied(tmp_path: Path) -> 
         f'"dur": 2, {KERNEL_ARGS}}}], "traceName": "x", "baseTimeNanoseconds": 1000000000000000000}}'
     )
     t = kineto.load(_write(tmp_path, "late.json", text))
-    assert int(t.kernels["start_ns"].iloc[0]) == 1000000000000010001
+    assert int(t.events["start_ns"].iloc[0]) == 1000000000000010001
 
 
 def test_small_pieces_give_the_same_table_as_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = load_trace(EAGER).kernels
+    whole = load_trace(EAGER).events
     monkeypatch.setattr(kineto, "PIECE_BYTES", 4096)
-    pieces = load_trace(EAGER).kernels
+    pieces = load_trace(EAGER).events
     assert pieces.equals(whole)
 
 
@@ -106,7 +106,7 @@ def test_events_out_of_order_and_no_metadata(tmp_path: Path) -> None:
         for i in range(5)
     ]
     t = load_trace(_write(tmp_path, "unordered.json", json.dumps({"traceEvents": events})))
-    assert sorted(t.kernels["name"]) == [f"k{i}" for i in range(5)]
+    assert sorted(t.events["name"]) == [f"k{i}" for i in range(5)]
     assert t.meta["rank"] == 0
 
 
@@ -132,29 +132,29 @@ def test_unfinished_tmp_file_keeps_every_complete_event(tmp_path: Path) -> None:
     complete = cut[: cut.rfind(b"},") + 1]
     expected = complete.count(b'"cat": "kernel"')
     assert expected > 100
-    assert (t.kernels["kind"] == "kernel").sum() == expected
+    assert (t.events["kind"] == "kernel").sum() == expected
 
 
 def test_rocm_hip_graph_trace_is_read_and_demangled() -> None:
     t = load_trace(real("kineto_rocm_hipgraph_vllm_tracelens.json.gz"))
-    assert (t.kernels["kind"] == "kernel").sum() == 425
-    assert not t.kernels["name"].str.startswith("_Z").all()
-    assert (t.kernels["correlation"] == 505113).sum() == 421  # one hipGraphLaunch
+    assert (t.events["kind"] == "kernel").sum() == 425
+    assert not t.events["name"].str.startswith("_Z").all()
+    assert (t.events["correlation"] == 505113).sum() == 421  # one hipGraphLaunch
 
 
 def test_rocm_ext_launch_grid_is_converted_to_blocks() -> None:
     t = load_trace(real("kineto_rocm_mi300x_triton_tracelens.json.gz"))
-    gemm = t.kernels[t.kernels["name"].str.startswith("Cijk")]
+    gemm = t.events[t.events["name"].str.startswith("Cijk")]
     # hipExtModuleLaunchKernel passes work-items: 350208 / 256 = 1368 and 1400832 / 256 = 5472 blocks.
     assert sorted(set(gemm["grid_x"].astype(int))) == [1368, 5472]
-    triton = t.kernels[t.kernels["name"] == "triton_red_fused_add_mean_mul_pow_rsqrt_0"]
+    triton = t.events[t.events["name"] == "triton_red_fused_add_mean_mul_pow_rsqrt_0"]
     assert triton["grid_x"].tolist() == [16384]  # hipModuleLaunchKernel: already blocks
     assert triton["shared_mem_bytes"].tolist() == [8192]  # taken from the launch event on ROCm
 
 
 def test_ns_resolution_v100_trace_steps() -> None:
     t = load_trace(real("kineto_cuda_v100_5steps_hta.pt.trace.json.gz"))
-    assert sorted(t.kernels["step"].dropna().unique()) == [101, 102, 103, 104, 105]
+    assert sorted(t.events["step"].dropna().unique()) == [101, 102, 103, 104, 105]
     assert t.meta["rank_source"] == "distributedInfo"
 
 

@@ -18,8 +18,8 @@ def test_docs_kernel_trace_csv_2024_layout() -> None:
     with path.open() as f:
         rows = [r for r in csv.DictReader(f) if r]
     t = load_trace(path)
-    assert len(t.kernels) == len(rows) == 7
-    first = t.kernels.iloc[0]
+    assert len(t.events) == len(rows) == 7
+    first = t.events.iloc[0]
     assert first["short_name"] == "addition_kernel"
     assert int(first["start_ns"]) == 8819330200067564
     assert int(first["grid_x"]) == 1024 // 64 and int(first["grid_y"]) == 1024
@@ -61,7 +61,7 @@ def test_current_layout_with_marker_and_hip_traces_beside_it(tmp_path: Path) -> 
         '"HIP_RUNTIME_API","hipModuleLaunchKernel",852831,852831,2,1551874061295000,1551874061296000\n'
     )
     t = load_trace(path, step_pattern=r"^step (\d+)$")
-    k = t.kernels
+    k = t.events
     assert k["device"].tolist() == [4, 4]
     assert k["launch_ns"].tolist() == [1551874061240000, 1551874061295000]
     assert k["step"].tolist() == [1, 2]
@@ -76,7 +76,7 @@ def test_rocpd_convert_layout_is_matched_by_header_name(tmp_path: Path) -> None:
     header = "Guid," + src[0].replace("LDS_Block_Size", "Lds_Block_Size").replace("VGPR_Count", "Vgpr_Count")
     path = tmp_path / "out_kernel_trace.csv"
     path.write_text("\n".join([header] + ["abc-123," + r for r in src[1:]]) + "\n")
-    k = load_trace(path).kernels
+    k = load_trace(path).events
     assert k["short_name"].tolist() == ["addition_kernel", "triton_poi_fused_add_0"]
     assert k["shared_mem_bytes"].tolist() == [0, 512]
 
@@ -90,9 +90,9 @@ def test_bad_number_in_csv_names_the_line(tmp_path: Path) -> None:
 
 def test_rocprofv3_json_mi350x() -> None:
     t = load_trace(real("rocprofv3_json_mi350x_tracelens_908_results.json.gz"))
-    assert len(t.kernels) == 43915
-    assert t.kernels["device"].between(0, 7).all()  # 8 GPU agents mapped to their gpu_index
-    first = t.kernels.iloc[0]
+    assert len(t.events) == 43915
+    assert t.events["device"].between(0, 7).all()  # 8 GPU agents mapped to their gpu_index
+    first = t.events.iloc[0]
     assert first["name"] == "__amd_rocclr_copyBuffer" and int(first["dur_ns"]) == 2840
     assert int(first["registers"]) == 8
 
@@ -124,7 +124,7 @@ def test_rocpd_views(tmp_path: Path) -> None:
     path = tmp_path / "host_1_results.db"
     _rocpd_db(path)
     t = load_trace(path)
-    k = t.kernels.iloc[0]
+    k = t.events.iloc[0]
     assert t.meta["format"] == "rocpd" and t.meta["rocpd_schema_version"] == "3.0.1"
     assert k["short_name"] == "addition_kernel"
     assert int(k["device"]) == 2 and int(k["grid_x"]) == 16
@@ -133,11 +133,11 @@ def test_rocpd_views(tmp_path: Path) -> None:
 
 def test_rpd_mi300_vllm() -> None:
     t = load_trace(real("rpd_sqlite_mi300_vllm_rocmprofiledata.rpd.gz"))
-    kinds = t.kernels["kind"].value_counts()
+    kinds = t.events["kind"].value_counts()
     assert kinds["memcpy"] == 804 + 22 + 350
     assert kinds["kernel"] == 1228 + 7720
-    assert t.kernels["short_name"].str.contains("paged_attention").any()
-    assert t.kernels["launch_ns"].notna().mean() > 0.5
+    assert t.events["short_name"].str.contains("paged_attention").any()
+    assert t.events["launch_ns"].notna().mean() > 0.5
 
 
 def test_rocprofv3_json_marker_ranges(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_rocprofv3_json_marker_ranges(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     t = load_trace(path)
     assert t.ranges["name"].tolist() == ["decode step"]
-    inside = t.kernels[(t.kernels["start_ns"] >= t0) & (t.kernels["start_ns"] <= t1) & (t.kernels["launch_tid"] == tid)]
+    inside = t.events[(t.events["start_ns"] >= t0) & (t.events["start_ns"] <= t1) & (t.events["launch_tid"] == tid)]
     assert len(inside) >= 3 and (inside["annotation"] == "decode step").all()
 
 
@@ -189,7 +189,7 @@ def test_legacy_rocprof_v1_results_csv(tmp_path: Path) -> None:
         '0,"__omp_offloading_fd00_5871764_main_l19.kd",2,1,0,3495164,3495164,256,256,512,0,4,4,16,64,'
         '"0x153e64afca00","0x153d64770ec0",5323868593531200,5323868593552306,5323868593554226,5323868593566416,1920\n'
     )
-    k = load_trace(path).kernels.iloc[0]
+    k = load_trace(path).events.iloc[0]
     assert k["short_name"] == "__omp_offloading_fd00_5871764_main_l19"
     assert int(k["dur_ns"]) == 1920 and int(k["device"]) == 2
     assert int(k["grid_x"]) == 1 and int(k["block_x"]) == 256 and int(k["registers"]) == 4

@@ -51,7 +51,7 @@ def test_graph_trace_annotations_hold_the_graph_replay() -> None:
     assert ann.loc["decode_graph", "calls"] == 5
     assert ann.loc["decode_graph", "kernels"] == 300  # 60 kernels per replay
     assert ann.loc["sample", "calls"] == 5
-    kernels = load_trace(GRAPH).kernels
+    kernels = load_trace(GRAPH).events
     in_graph = kernels[kernels["annotation"] == "decode_graph"]
     assert ann.loc["decode_graph", "gpu_us"] == pytest.approx(in_graph["dur_ns"].sum() / 1000)
 

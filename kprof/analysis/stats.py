@@ -140,7 +140,7 @@ class Effect:
     estimate: float  # Hodges–Lehmann, log units (ln t_leg/t_ref)
     low: float
     high: float
-    p_wilcoxon: float
+    p: float
     p_sign: float
     verdict: str = "UNRESOLVED"
 
@@ -162,7 +162,7 @@ class Effect:
             effect_pct=self.effect_pct,
             ci_low_pct=self.ci_low_pct,
             ci_high_pct=self.ci_high_pct,
-            p=self.p_wilcoxon,
+            p=self.p,
             verdict=self.verdict,
         )
 
@@ -190,7 +190,7 @@ def with_verdict(effect: Effect, threshold: float) -> Effect:
         effect.estimate,
         effect.low,
         effect.high,
-        effect.p_wilcoxon,
+        effect.p,
         effect.p_sign,
         verdict(effect, threshold),
     )
@@ -260,4 +260,4 @@ def two_sample(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> 
     k = int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12.0)))
     lo, hi = (float(diffs[k - 1]), float(diffs[len(diffs) - k])) if k >= 1 else (-math.inf, math.inf)
     p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue) if n and m else 1.0
-    return Effect(rounds=min(n, m), estimate=est, low=lo, high=hi, p_wilcoxon=p, p_sign=float("nan"))
+    return Effect(rounds=min(n, m), estimate=est, low=lo, high=hi, p=p, p_sign=float("nan"))

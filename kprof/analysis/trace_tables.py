@@ -70,7 +70,7 @@ def _matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
     return names.isin(hits).to_numpy(bool)
 
 
-def kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:
+def per_kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:
     if name_filter is not None:
         events = events[_matches(events["name"], name_filter)]
     if len(events) == 0:
@@ -150,7 +150,7 @@ def _inclusive(points: np.ndarray, weights: np.ndarray, starts: np.ndarray, ends
 
 
 def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFrame:
-    r, k = trace.ranges, trace.kernels
+    r, k = trace.ranges, trace.events
     if len(r) == 0 or len(k) == 0:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
     r = r[~_matches(r["name"], step_pattern)]
@@ -189,7 +189,7 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
 def trace_tables(
     trace: Trace, step_pattern: re.Pattern[str], name_filter: re.Pattern[str] | None = None
 ) -> TraceTables:
-    k = trace.kernels
+    k = trace.events
     busy = busy_ns(k) if len(k) else 0
     is_kernel = (k["kind"] == "kernel").to_numpy(bool)
     steps, steady = step_table(k)
@@ -210,7 +210,7 @@ def trace_tables(
     }
     return TraceTables(
         rank=int(trace.meta.get("rank", 0)),
-        kernels=kernel_table(k, busy, name_filter),
+        kernels=per_kernel_table(k, busy, name_filter),
         steps=steps,
         steady=steady,
         annotations=annotation_table(trace, step_pattern),

@@ -45,7 +45,7 @@ def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
     from kprof.ingest import load_trace
 
     trace = load_trace(trace_path)
-    k = trace.kernels
+    k = trace.events
     k = k[(k["kind"] == "kernel") & k["annotation"].notna()]
     parsed = k["annotation"].astype(str).str.extract(RANGE)
     k = k.assign(leg=parsed["leg"], round=pd.to_numeric(parsed["round"]), us=k["dur_ns"].astype("int64") / 1e3)

@@ -47,7 +47,7 @@ def load_side(path: Path, steps: str | None) -> Side:
     side = Side(str(path), "traces")
     for f in _trace_files(path):
         if f.suffix == ".parquet":
-            trace = Trace(kernels=load_frame(f), ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
+            trace = Trace(events=load_frame(f), ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
         else:
             trace = load_trace(f, step_pattern=steps)
         tables = trace_tables(trace, pattern)

@@ -35,7 +35,7 @@ def run_trace(
     result = TraceResult(traces=traces, tables=tables)
     if save is not None:
         frames = {
-            "kernel_events": pd.concat([t.kernels for t in traces], ignore_index=True),
+            "kernel_events": pd.concat([t.events for t in traces], ignore_index=True),
             "ranges": pd.concat([t.ranges for t in traces], ignore_index=True),
             "kernels": pd.concat([t.kernels.assign(rank=t.rank) for t in tables], ignore_index=True),
             "steps": pd.concat([t.steps.assign(rank=t.rank) for t in tables], ignore_index=True),

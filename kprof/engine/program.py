@@ -112,7 +112,7 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                 failures[f"{leg.name} round {r}"] = str(e)
                 on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": str(e)})
                 continue
-            k = trace.kernels
+            k = trace.events
             if len(k) == 0:
                 reason = "the trace holds no GPU activity (was it run on a GPU?)"
                 failures[f"{leg.name} round {r}"] = reason

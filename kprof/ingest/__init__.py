@@ -38,6 +38,6 @@ def load_traces(paths: list[Path], recover: bool | None = None, step_pattern: st
         t = load_trace(p, recover=recover, step_pattern=step_pattern)
         if t.meta.get("rank_source") != "distributedInfo" and len(paths) > 1:
             t.meta["rank"] = i
-            t.kernels["rank"] = i
+            t.events["rank"] = i
         traces.append(t)
     return sorted(traces, key=lambda t: int(t.meta["rank"]))

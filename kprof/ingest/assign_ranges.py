@@ -65,8 +65,8 @@ def _assign(
 
 
 def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
-    """Fill ``step`` and ``annotation`` on ``trace.kernels`` (in place) and return the trace."""
-    k, r = trace.kernels, trace.ranges
+    """Fill ``step`` and ``annotation`` on ``trace.events`` (in place) and return the trace."""
+    k, r = trace.events, trace.ranges
     pattern = compile_step_pattern(step_pattern)
     if len(k) == 0:
         trace.meta["step_source"] = "none"
@@ -96,8 +96,8 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
         chosen, source = steps, "none"
     if len(chosen):
         numbers = _step_numbers(chosen["name"], pattern)
-        trace.kernels["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
-        trace.kernels.loc[step_idx < 0, "step"] = pd.NA
+        trace.events["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
+        trace.events.loc[step_idx < 0, "step"] = pd.NA
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
 
@@ -114,5 +114,5 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
         _assign(points, tids, cpu_ann, "tid", cpu_idx)
         fresh = (ann_idx < 0) & (cpu_idx >= 0)
         names[fresh] = cpu_ann["name"].to_numpy(object)[cpu_idx[fresh]]
-    trace.kernels["annotation"] = pd.array(names, dtype="string")
+    trace.events["annotation"] = pd.array(names, dtype="string")
     return trace

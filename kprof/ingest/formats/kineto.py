@@ -27,7 +27,7 @@ from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import open_binary, read_chunks
-from kprof.trace import Trace, kernel_table, range_table
+from kprof.trace import Trace, events_table, range_table
 
 PIECE_BYTES = 4 << 20
 _NULL = msgspec.Raw(b"null")
@@ -213,7 +213,7 @@ def _axis(values: list[int] | None, i: int) -> int:
 
 
 @dataclass
-class _Collector:
+class _EventBuffer:
     """Keeps the fields kprof needs from each decoded piece, as compact int64 chunks, and drops the rest.
 
     Times are converted to ns relative to the file's base time piece by piece (the base itself may be
@@ -344,7 +344,7 @@ def _decode_piece(decode: Callable[[bytes], Any], data: bytes) -> Any:
         raise _SplitFailed(str(err)) from None
 
 
-def _stream(path: Path, collector: _Collector, recover: bool, dec: _Decoders) -> None:
+def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders) -> None:
     """Decode the file piece by piece into ``collector``; see the module docstring."""
     with open_binary(path) as f:
         buf = b""
@@ -385,7 +385,7 @@ def _decoder_for(dec: _Decoders, array_form: bool) -> Callable[[bytes], Any]:
     return dec.events if array_form else dec.document
 
 
-def _take_document(collector: _Collector, doc: _Document | list[_Event]) -> None:
+def _take_document(collector: _EventBuffer, doc: _Document | list[_Event]) -> None:
     if isinstance(doc, list):
         collector.take(doc)
         return
@@ -404,7 +404,7 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
 
 
-def _finish(path: Path, collector: _Collector, text: bytes, array_form: bool, recover: bool, dec: _Decoders) -> None:
+def _finish(path: Path, collector: _EventBuffer, text: bytes, array_form: bool, recover: bool, dec: _Decoders) -> None:
     """Decode the last piece; on a truncated file keep every complete event if asked to."""
     decode = _decoder_for(dec, array_form)
     try:
@@ -431,7 +431,7 @@ def _finish(path: Path, collector: _Collector, text: bytes, array_form: bool, re
     collector.truncated = True
 
 
-def _whole_file(path: Path, collector: _Collector, dec: _Decoders) -> None:
+def _whole_file(path: Path, collector: _EventBuffer, dec: _Decoders) -> None:
     """Fallback when a cut landed inside an event: decode the file in one piece."""
     with open_binary(path) as f:
         data = b"".join(read_chunks(f, path, PIECE_BYTES))
@@ -444,12 +444,12 @@ def _whole_file(path: Path, collector: _Collector, dec: _Decoders) -> None:
         raise KprofInputError(path, f"malformed JSON: {err}") from None
 
 
-def _collect(path: Path, recover: bool, dec: _Decoders) -> _Collector:
-    collector = _Collector(path, dec.exact)
+def _collect(path: Path, recover: bool, dec: _Decoders) -> _EventBuffer:
+    collector = _EventBuffer(path, dec.exact)
     try:
         _stream(path, collector, recover, dec)
     except _SplitFailed:
-        collector = _Collector(path, dec.exact)
+        collector = _EventBuffer(path, dec.exact)
         _whole_file(path, collector, dec)
     return collector
 
@@ -488,7 +488,7 @@ def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArr
     return pd.arrays.IntegerArray(values.astype(dtype, copy=False), missing)
 
 
-def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
+def _build(path: Path, c: _EventBuffer, rank: int | None) -> Trace:
     top = c.top or _Document()
     base = top.baseTimeNanoseconds or 0
     warnings: list[str] = []
@@ -559,7 +559,7 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
     for axis in "xyz":
         cols["grid_" + axis] = _nullable(grids.pop(axis), np.int32)
         cols["block_" + axis] = _nullable(g.pop("block_" + axis), np.int32)
-    kernels = kernel_table(cols)
+    events = events_table(cols)
 
     times = np.concatenate(c.range_times, axis=1) if c.range_times else np.zeros((2, 0), dtype=np.int64)
     r_start = times[0] + base
@@ -583,7 +583,7 @@ def _build(path: Path, c: _Collector, rank: int | None) -> Trace:
     )
     if file_rank is not None:
         meta["rank_source"] = "distributedInfo"
-    return Trace(kernels=kernels, ranges=range_table(rcols), meta=meta, warnings=warnings)
+    return Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
 
 
 def _stream_id(stream: int | str | None, tid: int | str | None) -> int:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, kernel_table, range_table
+from kprof.trace import Trace, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 
@@ -57,7 +57,7 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     )
     version = dict(con.execute("SELECT tag, value FROM rocpd_metadata").fetchall()).get("schema_version")
     meta = trace_meta(path, "rocpd", rank, CLOCK, rocpd_schema_version=version)
-    return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta)
+    return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta)
 
 
 def _is_rocpd(p: Probe) -> bool:

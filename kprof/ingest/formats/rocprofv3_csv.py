@@ -20,7 +20,7 @@ from kprof.errors import KprofInputError
 from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import text_stream
-from kprof.trace import Trace, kernel_table, range_table
+from kprof.trace import Trace, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 
@@ -148,7 +148,7 @@ def load_csv(path: Path, rank: int) -> Trace:
             "by their GPU start time and launching thread"
         )
     meta = trace_meta(path, "rocprofv3-csv", rank, CLOCK, columns=list(frame.columns))
-    return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
+    return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 
 def _marker_ranges(path: Path | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from kprof.errors import KprofInputError
 from kprof.ingest.normalize import cpu_ranges, full_and_short, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import open_binary, read_chunks
-from kprof.trace import Trace, kernel_table, range_table
+from kprof.trace import Trace, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 TOOL_KEY = b'"rocprofiler-sdk-tool"'
@@ -173,9 +173,7 @@ def load_json(path: Path, rank: int) -> Trace:
             "rocprofv3 JSON has no launch times: kernels are matched to marker ranges by their GPU "
             "start time and launching thread"
         )
-    return Trace(
-        kernels=kernel_table(table), ranges=range_table(_json_marker_ranges(doc)), meta=meta, warnings=warnings
-    )
+    return Trace(events=events_table(table), ranges=range_table(_json_marker_ranges(doc)), meta=meta, warnings=warnings)
 
 
 def _json_marker_ranges(doc: _Tool) -> dict[str, Any]:

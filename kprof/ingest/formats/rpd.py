@@ -15,7 +15,7 @@ import pandas as pd
 
 from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, blocks, cpu_ranges, full_and_short, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, kernel_table, range_table
+from kprof.trace import Trace, events_table, range_table
 
 CLOCK = "roctracer ns (not Unix epoch)"
 RPD_TABLES = frozenset({"rocpd_op", "rocpd_api", "rocpd_string"})
@@ -98,7 +98,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
     )
     meta = trace_meta(path, "rpd", rank, CLOCK, rpd_schema_version=meta_rows.get("schema_version"))
-    return Trace(kernels=kernel_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
+    return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 
 def _has(con: sqlite3.Connection, table: str) -> bool:
