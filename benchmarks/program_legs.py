@@ -1,8 +1,8 @@
-"""A whole program for `kprof run --leg … -- python benchmarks/program_legs.py`: copies a 256 MiB
-buffer a number of times; ``WORK`` scales the number of bytes copied, so a leg with ``WORK=1.1``
-does 10% more work and should come out about 9.1% slower (100·(1/1.1 − 1)).
+"""A whole program for kprof's whole-program legs: STEPS identical elementwise kernels over a
+256 MiB buffer. The GPU busy time is STEPS times one kernel's, so a leg or revision with 44 steps
+instead of 40 should come out 100·(40/44 − 1) = −9.09% (slower) per process, at the same µs per call.
 
-    kprof run --leg base --leg more:WORK=1.1 --collector torch --rounds 8 -- python benchmarks/program_legs.py
+    kprof run --leg base --leg more:STEPS=44 --collector torch --rounds 8 -- python benchmarks/program_legs.py
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ import os
 
 import torch
 
-STEPS = 20
+STEPS = 40
 ELEMENTS = 128 << 20  # bf16: 256 MiB per buffer
 
 
 def main() -> None:
-    work = float(os.environ.get("WORK", "1.0"))
-    n = int(ELEMENTS * work)
-    src = torch.randn(n, device="cuda").to(torch.bfloat16)
+    steps = int(os.environ.get("STEPS", STEPS))
+    src = torch.empty(ELEMENTS, dtype=torch.bfloat16, device="cuda")  # no kernel: only the loop is timed
     dst = torch.empty_like(src)
-    for _ in range(STEPS):
-        dst.copy_(src)
+    for _ in range(steps):
+        torch.add(src, 1.0, out=dst)
     torch.cuda.synchronize()
 
 

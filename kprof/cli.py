@@ -240,12 +240,30 @@ def run(
     ] = None,
     dtype: Annotated[str | None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")] = None,
     threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
+    revisions: Annotated[
+        str | None,
+        typer.Option(help="Git range A..B: each commit a lever; legs per --design, each revision in its own process."),
+    ] = None,
+    rev: Annotated[
+        list[str] | None,
+        typer.Option(help="A revision as a leg (repeat; the first is the baseline; WORKTREE = uncommitted tree)."),
+    ] = None,
+    repo: Annotated[
+        str | None, typer.Option(help="Repository of --revisions (default: the workload file's, else here).")
+    ] = None,
+    allow_changed_outputs: Annotated[
+        bool, typer.Option(help="Time revisions whose outputs differ from the first's (flagged in every report).")
+    ] = False,
+    setup: Annotated[
+        str | None, typer.Option(help="Whole programs: run once in each revision's tree before timing.")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
 ) -> None:
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
-    (one process per leg per round under a collector); store every sample."""
+    (one process per leg per round under a collector); legs are feature sets, git revisions, or
+    environments; store every sample."""
     from kprof.commands.run import ProgramRequest, program_and_workload, resume_folder, start
     from kprof.engine.request import RunRequest
 
@@ -262,6 +280,12 @@ def run(
                 seed=seed,
                 threshold_pct=threshold,
                 argv=sys.argv[1:],
+                revisions=revisions,
+                revs=rev or [],
+                repo=repo,
+                design=design,
+                aa_copies=aa_copies,
+                setup=setup or "",
             ),
             out,
         )
@@ -288,6 +312,10 @@ def run(
             collector=collector,
             torch_leg=torch_leg,
             argv=sys.argv[1:],
+            revisions=revisions,
+            revs=rev or [],
+            repo=repo,
+            allow_changed_outputs=allow_changed_outputs,
         )
         folder = start(request, out)
     _execute_and_report(folder, fmt)
@@ -437,6 +465,23 @@ def report(
     from kprof.report.run_report import run_document
 
     _write(run_document(analyse_run(run_dir, threshold)), fmt)
+
+
+@app.command()
+def cache(
+    clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,
+) -> None:
+    """Where revision trees are cached (KPROF_CACHE, default ~/.cache/kprof), and cleaning them."""
+    from kprof.revisions.trees import cache_root
+    from kprof.revisions.trees import clean as clean_trees
+
+    if clean:
+        removed = clean_trees()
+        typer.echo(f"removed {len(removed)} cached trees from {cache_root() / 'trees'}")
+        return
+    trees = cache_root() / "trees"
+    count = sum(1 for _ in trees.iterdir()) if trees.is_dir() else 0
+    typer.echo(f"{count} cached revision trees in {trees} (kprof cache --clean removes them)")
 
 
 if __name__ == "__main__":

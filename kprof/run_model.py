@@ -64,6 +64,7 @@ class Leg:
     roles: frozenset[Role] = frozenset()
     replica: int = 0  # ≥ 1 for the A/A copies of the baseline
     env: tuple[tuple[str, str], ...] = ()  # whole-program legs: environment variables
+    revision: str | None = None  # key into Run.revisions: the tree whose code this leg runs
 
     def has(self, role: Role) -> bool:
         return role in self.roles
@@ -101,6 +102,7 @@ class Leg:
             "roles": sorted(r.value for r in self.roles),
             "replica": self.replica,
             "env": dict(self.env),
+            "revision": self.revision,
         }
 
     @classmethod
@@ -116,6 +118,7 @@ class Leg:
             roles=roles,
             replica=int(d.get("replica", 0)),
             env=tuple((str(k), str(v)) for k, v in (d.get("env") or {}).items()),
+            revision=d.get("revision"),
         )
 
 
@@ -139,6 +142,18 @@ class CaseRecord:
     bytes_per_call: dict[str, int] = field(default_factory=dict)
     flops_per_call: int = 0
     sweep_columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # str(value) → columns
+
+
+@dataclass
+class RevisionTree:
+    """The code a revision leg runs: a tree in the cache (or why it could not be made)."""
+
+    path: str | None
+    base: str
+    ops: list[list[str]] = field(default_factory=list)  # [["pick" | "revert", sha], …] applied to base
+    worktree: bool = False
+    refused: str = ""
+    setup: dict[str, Any] = field(default_factory=dict)  # --setup: command, exit code, output tail
 
 
 @dataclass
@@ -193,6 +208,13 @@ class Run:
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
     program: list[str] = field(default_factory=list)
+    repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    revisions: dict[str, RevisionTree] = field(default_factory=dict)
+    workload_in_tree: str = ""  # the workload as each tree names it (module or path in the repository)
+    allow_changed_outputs: bool = False
+    setup_command: str = ""  # --setup: run once in each revision's tree before timing
+    reference_rtol: float = 2e-2  # the workload's float64 tolerance (revision legs are held to it)
     timer: str | None = None
     timer_info: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, Any] = field(default_factory=dict)
@@ -275,6 +297,13 @@ class Run:
             "cases": [asdict(c) for c in self.cases],
             "legs": [leg.record() for leg in self.legs],
             "program": self.program,
+            "repo": self.repo,
+            "commits": self.commits,
+            "revisions": {k: asdict(v) for k, v in self.revisions.items()},
+            "workload_in_tree": self.workload_in_tree,
+            "allow_changed_outputs": self.allow_changed_outputs,
+            "setup_command": self.setup_command,
+            "reference_rtol": self.reference_rtol,
             "timer": self.timer,
             "timer_info": self.timer_info,
             "versions": self.versions,
@@ -323,6 +352,13 @@ class Run:
                 buffer_sets=int(d.get("buffer_sets") or 4),
                 buffers=str(d.get("buffers") or "shared"),
                 program=list(d.get("program") or []),
+                repo=d.get("repo"),
+                commits=list(d.get("commits") or []),
+                revisions={k: RevisionTree(**v) for k, v in (d.get("revisions") or {}).items()},
+                workload_in_tree=str(d.get("workload_in_tree") or ""),
+                allow_changed_outputs=bool(d.get("allow_changed_outputs", False)),
+                setup_command=str(d.get("setup_command") or ""),
+                reference_rtol=float(d.get("reference_rtol", 2e-2)),
                 timer=d.get("timer"),
                 timer_info=dict(d.get("timer_info") or {}),
                 versions=dict(d.get("versions") or {}),

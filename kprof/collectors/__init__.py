@@ -24,9 +24,9 @@ class ProgramCollector:
     doc: str
     #: raises KprofInputError when the program cannot run under this collector
     check: Callable[[Sequence[str]], None]
-    #: runs the program once (its own process) and returns the trace it wrote:
-    #: run(program, out_dir, tag, env) → path of a trace file kprof.ingest reads
-    run: Callable[[Sequence[str], Path, str, Mapping[str, str]], Path]
+    #: runs the program once (its own process, in ``cwd`` when given: a revision's tree) and returns
+    #: the trace it wrote: run(program, out_dir, tag, env, cwd) → a trace file kprof.ingest reads
+    run: Callable[[Sequence[str], Path, str, Mapping[str, str], Path | None], Path]
 
 
 @cache

@@ -47,6 +47,7 @@ def run(
     out_dir: Path,
     prefix: str,
     env: Mapping[str, str],
+    cwd: Path | None = None,
     timeout: float | None = None,
     tool: str = TOOL,
 ) -> Path:
@@ -57,6 +58,7 @@ def run(
     done = subprocess.run(
         command(program, out_dir, prefix, tool),
         env=dict(env),
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

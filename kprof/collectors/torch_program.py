@@ -17,11 +17,11 @@ def check(program: Sequence[str]) -> None:
         raise KprofInputError("--collector", "torch wraps Python scripts: the program must be `python SCRIPT …`")
 
 
-def run(program: Sequence[str], out_dir: Path, tag: str, env: Mapping[str, str]) -> Path:
+def run(program: Sequence[str], out_dir: Path, tag: str, env: Mapping[str, str], cwd: Path | None = None) -> Path:
     path = out_dir / f"{tag}.pt.trace.json.gz"
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "kprof.collectors.torch_wrap", str(path), *program[1:]]
-    done = subprocess.run(cmd, env=dict(env), capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, env=dict(env), cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise KprofInputError(" ".join(program), f"exited with {done.returncode}: {last}")

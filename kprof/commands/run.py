@@ -4,29 +4,15 @@ it, and analyse it. The CLI adds argument parsing, a progress display and render
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kprof.analysis.run_analysis import RunReport, analyse_run
 from kprof.engine.events import Event
 from kprof.engine.parent import execute
-from kprof.engine.program import plan_program_run
+from kprof.engine.program import ProgramRequest, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder
 from kprof.errors import KprofInputError
 from kprof.store.run_folder import RunFolder
-
-
-@dataclass(kw_only=True)
-class ProgramRequest:
-    """A whole program timed as legs that differ in environment variables (`--leg … -- CMD`)."""
-
-    legs: list[str]
-    program: list[str]
-    collector: str = "torch"
-    rounds: int = 16
-    seed: int = 0
-    threshold_pct: float = 0.5
-    argv: list[str]
 
 
 def resume_folder(out: Path | None) -> RunFolder:
@@ -41,15 +27,7 @@ def start(request: RunRequest | ProgramRequest, out: Path | None) -> RunFolder:
     """A new run folder for the request (every argument checked before anything is written)."""
     if isinstance(request, RunRequest):
         return create_run(out, request)
-    run = plan_program_run(
-        request.legs,
-        request.program,
-        request.collector,
-        request.rounds,
-        request.seed,
-        request.threshold_pct,
-        request.argv,
-    )
+    run = plan_program_run(request)
     folder = RunFolder(out or default_folder(run.workload_name))
     folder.create(run)
     return folder

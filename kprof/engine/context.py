@@ -84,12 +84,14 @@ class CaseContext:
         self.timer = make_timer(self.device)
 
     def launch(self, leg: Leg, state: Any) -> Callable[[], None]:
-        """The leg's callable: the workload's plain-PyTorch implementation for the torch leg."""
+        """The leg's callable: the workload's plain-PyTorch implementation for the torch leg; for a
+        revision leg, the revision's code as it is (its levers are commits, not workload features)."""
         if leg.is_torch:
             fn = self.workload.launch_torch(state)
             assert fn is not None, "a torch leg on a workload without a plain-PyTorch implementation"
             return fn
-        return self.workload.launch(state, leg.features, leg.workload_params)
+        features = frozenset() if leg.revision else leg.features
+        return self.workload.launch(state, features, leg.workload_params)
 
     def rule(self, leg: Leg) -> Rule:
         """The features' rule. A forced parameter (a sweep: split count, tile size) may reorder any

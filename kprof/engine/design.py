@@ -53,6 +53,7 @@ def design_legs(
     aa_copies: int = 1,
     torch_leg: bool = False,
     sweep_baseline: bool = False,
+    factorial_in_all: bool = True,
 ) -> list[Leg]:
     """The legs of a design over ``features`` (in declared order).
 
@@ -60,7 +61,8 @@ def design_legs(
     every subset (≤ 6 features); all: add-one, leave-one-out and, when small enough, factorial.
     A sweep adds the target at each forced value, and with ``sweep_baseline`` the baseline too (the
     target's effect at every value: a mechanism sweep); ``torch_leg`` adds the plain-PyTorch
-    implementation. The A/A leg (``aa_copies`` of them) is always added.
+    implementation. The A/A leg (``aa_copies`` of them) is always added. ``factorial_in_all=False``
+    leaves the factorial cells out of "all" (commits: each cell is a tree and a process).
     """
     if design not in DESIGNS:
         raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
@@ -81,7 +83,7 @@ def design_legs(
     if design in ("leave-one-out", "all"):
         for f in sorted(full):
             add(full - {f}, Role.LEAVE_ONE_OUT)
-    if design == "factorial" or (design == "all" and len(full) <= MAX_FACTORIAL):
+    if design == "factorial" or (design == "all" and factorial_in_all and len(full) <= MAX_FACTORIAL):
         if len(full) > MAX_FACTORIAL:
             raise KprofInputError("--design", f"factorial needs ≤ {MAX_FACTORIAL} features, got {len(full)}")
         for k in range(len(full) + 1):

@@ -31,6 +31,9 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
 
         execute_program(folder, on_event)
         return
+    if any(leg.revision for leg in run.legs):
+        execute_hosted(folder, on_event)
+        return
     env = _worker_env(run.device)
     baseline = run.baseline.name
     for index, case in enumerate(run.case_names):
@@ -62,3 +65,20 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             folder.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
             on_event({"event": "case_failed", "case": case, "reason": reason})
             break
+
+
+def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted)."""
+    from kprof.engine.hosted import HostDied, run_hosted_case
+
+    run = folder.read_run()
+    for index, case in enumerate(run.case_names):
+        if run.status(case).finished:
+            continue
+        try:
+            run_hosted_case(folder, index, on_event)
+        except HostDied as e:
+            folder.update_case(case, status="failed", reason=str(e))
+            on_event({"event": "case_failed", "case": case, "reason": str(e)})
+            continue
+        folder.update_case(case, status="done")

@@ -14,7 +14,7 @@ from typing import Any
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
 from kprof.errors import KprofInputError
-from kprof.run_model import CaseRecord, FeatureRecord, Run
+from kprof.run_model import CaseRecord, FeatureRecord, Leg, RevisionTree, Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
 
@@ -74,6 +74,15 @@ class RunRequest:
     collector: str = "events"
     torch_leg: bool = True
     argv: list[str] = field(default_factory=list)
+    # revisions as legs
+    revisions: str | None = None  # A..B
+    revs: list[str] = field(default_factory=list)  # repeated --rev (the first is the baseline)
+    repo: str | None = None
+    allow_changed_outputs: bool = False
+
+    @property
+    def by_revision(self) -> bool:
+        return bool(self.revisions or self.revs)
 
 
 def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | None) -> CaseRecord:
@@ -90,11 +99,51 @@ def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | 
     )
 
 
+def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], dict[str, RevisionTree], Run]:
+    """The legs and trees of a revision run, and the workload as the baseline revision defines it
+    (a bundled family by name, from the running kprof; a file, from the baseline's tree)."""
+    from kprof.revisions.plan import commit_records, find_repo, revision_legs
+
+    repo = find_repo(req.repo, req.workload)
+    probe = load_workload(req.workload) if not req.workload.endswith(".py") else None
+    rtol = probe.reference_rtol if probe is not None else 2e-2
+    legs, trees, commits, features = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, rtol)
+    in_tree = req.workload if probe is not None else repo.relative(Path(req.workload))
+    base_tree = trees[legs[0].revision or ""]
+    if base_tree.refused or base_tree.path is None:
+        raise KprofInputError("--revisions", f"the baseline revision cannot be made: {base_tree.refused}")
+    workload = probe or load_workload(str(Path(base_tree.path) / in_tree))
+    info = Run(
+        kind="workload",
+        workload=req.workload,
+        workload_name=workload.name,
+        legs=legs,
+        cases=[],
+        rounds=req.rounds,
+        features=features,
+        repo=str(repo.root),
+        commits=commit_records(commits),
+        revisions=trees,
+        workload_in_tree=in_tree,
+        allow_changed_outputs=req.allow_changed_outputs,
+        reference_rtol=workload.reference_rtol,
+    )
+    return workload, legs, trees, info
+
+
 def plan_run(req: RunRequest) -> Run:
-    """Check every argument and describe the run; nothing is written or started."""
-    workload = load_workload(req.workload)
+    """Check every argument and describe the run; nothing is timed (revision trees are made)."""
     device = req.device or default_device()
     check_device(device)
+    revision_info = None
+    if req.by_revision:
+        if req.plants or req.sweep:
+            raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
+        if req.collector != "events" or req.buffers != "shared":
+            raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
+        workload, legs, _, revision_info = _revision_workload(req)
+    else:
+        workload = load_workload(req.workload)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
     cases = [c for c in workload.cases(preset) if not req.case_filter or req.case_filter in c.name]
     if not cases:
@@ -122,31 +171,36 @@ def plan_run(req: RunRequest) -> Run:
             bad = [v for v in sweep[1] if not workload.sweep(sweep[0]).valid(case, v)]
             if bad:
                 raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
-    for name in req.target or ():
-        workload.feature(name, option="--target")
-    if req.plants:
-        target = req.target if req.target is not None else workload.feature_names
-        legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
-        design = "calibration"
-    else:
-        legs = design_legs(
-            workload.feature_names,
-            req.design,
-            req.target,
-            sweep,
-            req.aa_copies,
-            torch_leg=req.torch_leg and workload.has_torch_implementation,
-            sweep_baseline=req.sweep_baseline,
-        )
+    if revision_info is not None:
+        features = revision_info.features
         design = req.design
-    return Run(
+    else:
+        for name in req.target or ():
+            workload.feature(name, option="--target")
+        features = [FeatureRecord(f.name, f.exactness, f.ulps, f.rtol, f.doc) for f in workload.features]
+        if req.plants:
+            target = req.target if req.target is not None else workload.feature_names
+            legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
+            design = "calibration"
+        else:
+            legs = design_legs(
+                workload.feature_names,
+                req.design,
+                req.target,
+                sweep,
+                req.aa_copies,
+                torch_leg=req.torch_leg and workload.has_torch_implementation,
+                sweep_baseline=req.sweep_baseline,
+            )
+            design = req.design
+    run = Run(
         kind="workload",
         command="kprof " + " ".join(req.argv),
         workload=req.workload,
         workload_name=workload.name,
         preset=preset,
         cases=[_case_record(workload, c, sweep) for c in cases],
-        features=[FeatureRecord(f.name, f.exactness, f.ulps, f.rtol, f.doc) for f in workload.features],
+        features=features,
         design=design,
         sweep=sweep,
         legs=legs,
@@ -159,10 +213,15 @@ def plan_run(req: RunRequest) -> Run:
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),
         threshold_pct=req.threshold_pct,
         collector=req.collector,
+        reference_rtol=workload.reference_rtol,
         versions=versions(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **git_state(),
     )
+    if revision_info is not None:
+        run.repo, run.commits, run.revisions = revision_info.repo, revision_info.commits, revision_info.revisions
+        run.workload_in_tree, run.allow_changed_outputs = revision_info.workload_in_tree, req.allow_changed_outputs
+    return run
 
 
 def create_run(out: Path | None, req: RunRequest) -> RunFolder:

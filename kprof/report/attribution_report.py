@@ -14,7 +14,7 @@ import pandas as pd
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.errors import KprofInputError
-from kprof.report.run_report import aa_records, effect_cell, header
+from kprof.report.run_report import aa_records, commits_table, effect_cell, header
 from kprof.report.table import Cell, Column, Document, Table, records
 from kprof.run_model import Run
 
@@ -104,6 +104,8 @@ def attribution_document(result: Attribution) -> Document:
     run: Run = result.run.run
     doc = Document()
     doc.text(header(run, " per-lever attribution") + "; " + CONVENTION + ".", "bold")
+    if (commits := commits_table(run)) is not None:
+        doc.table(commits)
     for t in grid_tables(result.levers):
         doc.table(t)
     for t in sweep_tables(result.sweep) if len(result.sweep) else []:

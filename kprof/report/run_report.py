@@ -161,10 +161,36 @@ def calibration_tables(report: RunReport) -> list[Table]:
     return [planted]
 
 
+def commits_table(run: Run) -> Table | None:
+    """The commits of a revision run: each is a lever, named by its short SHA in the other tables."""
+    if not run.commits:
+        return None
+    t = Table(
+        f"commits ({run.repo})",
+        [
+            Column("commit", "left"),
+            Column("subject", "left", is_name=True),
+            Column("author date", "left"),
+            Column("changes", "left"),
+        ],
+    )
+    for c in run.commits:
+        subject = c.get("subject", "")
+        t.add(
+            c["sha"][:7],
+            subject if len(subject) <= 90 else subject[:89] + "…",
+            c.get("author_date", "")[:10],
+            c.get("diffstat", ""),
+        )
+    return t
+
+
 def run_document(report: RunReport) -> Document:
     run = report.run
     doc = Document()
     doc.text(header(run) + "; " + EFFECT_CONVENTION + ".", "bold")
+    if (commits := commits_table(run)) is not None:
+        doc.table(commits)
     copy = run.timer_info.get("copy_gbps")
     if copy and run.device_timed:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")

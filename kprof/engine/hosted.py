@@ -1,0 +1,249 @@
+"""A case whose legs live in several processes (revision runs): one leg host per revision tree,
+driven round by round from here. The protocol is the in-process one — a correctness gate, capture
+and warm-up, then interleaved timed rounds in a seeded balanced order with race checks and clock
+readings, every round on disk before the next — with the comparisons made across processes:
+each revision's outputs against the first revision's, under the workload's float64 tolerance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import pandas as pd
+
+from kprof.correctness import CheckResult, Rule, compare
+from kprof.engine.capture import samples_per_round
+from kprof.engine.events import Event
+from kprof.engine.leg_host import outputs_path
+from kprof.engine.rounds import CLOCK_SAG, MAX_ATTEMPTS
+from kprof.engine.schedule import round_orders
+from kprof.revisions.trees import revision_env
+from kprof.run_model import Leg, Role, Run
+from kprof.store.run_folder import RunFolder
+
+
+class HostDied(Exception):
+    pass
+
+
+class Host:
+    """One leg-host process and its command channel."""
+
+    def __init__(self, folder: RunFolder, run: Run, case_index: int, key: str) -> None:
+        env = revision_env(run, key)
+        cmd = [sys.executable, "-m", "kprof.engine.leg_host", str(folder.root), str(case_index), key]
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        self.key = key
+
+    def ready(self) -> None:
+        """Wait for {"ready": true}: the revision's workload is imported and the case found."""
+        self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise HostDied((err.strip().splitlines() or ["the leg host exited"])[-1])
+        return json.loads(line)
+
+    def ask(self, op: str, **args: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise HostDied("the leg host exited") from None
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
+                self.proc.stdin.flush()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _load(path: Path) -> dict[str, Any]:
+    import torch
+
+    return torch.load(path, map_location="cpu")
+
+
+def cross_revision_check(folder: RunFolder, run: Run, case_index: int, leg: Leg, k: int, rtol: float) -> CheckResult:
+    """A leg's outputs on buffer set k against the baseline revision's (tolerance rule) and, on the
+    first set, against the float64 reference."""
+    mine = _load(outputs_path(folder, case_index, leg.name, k))
+    base = _load(outputs_path(folder, case_index, run.baseline.name, k))
+    ref = _load(outputs_path(folder, case_index, "reference", 0)) if k == 0 else None
+    return compare(mine, base, ref, Rule("tolerance", rtol=rtol), rtol)
+
+
+def _check_row(case: str, leg: str, r: int, k: int, res: CheckResult) -> dict[str, Any]:
+    return dict(
+        case=case,
+        leg=leg,
+        round=r,
+        buffer_set=k,
+        rule=res.rule,
+        passed=res.passed,
+        vs_baseline=res.vs_baseline,
+        vs_reference=res.vs_reference,
+        detail=res.detail,
+    )
+
+
+def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Event], None]) -> None:
+    run = folder.read_run()
+    case = run.cases[case_index].name
+    rtol = run.reference_rtol
+    failed: dict[str, str] = {}
+    for leg in run.legs:
+        tree = run.revisions.get(leg.revision or "")
+        if tree is None or tree.refused:
+            failed[leg.name] = f"refused: {tree.refused if tree else 'no tree'}"
+    keys = sorted({leg.revision for leg in run.legs if leg.name not in failed and leg.revision})
+    base_key = run.baseline.revision
+    if base_key not in keys:
+        raise HostDied(f"the baseline revision cannot run: {failed.get(run.baseline.name)}")
+    hosts: dict[str, Host] = {}
+    try:
+        started = {key: Host(folder, run, case_index, key) for key in keys}  # they start in parallel
+        for key, host in started.items():
+            try:
+                host.ready()
+                hosts[key] = host
+            except HostDied as e:
+                host.close()
+                for leg in run.legs:
+                    if leg.revision == key:
+                        failed[leg.name] = f"host: {e}"
+        if base_key not in hosts:
+            raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
+        _run(folder, run, case_index, case, hosts, base_key, failed, rtol, on_event)
+    finally:
+        for host in hosts.values():
+            host.close()
+
+
+def _run(
+    folder: RunFolder,
+    run: Run,
+    case_index: int,
+    case: str,
+    hosts: dict[str, Host],
+    base_key: str,
+    failed: dict[str, str],
+    rtol: float,
+    on_event: Callable[[Event], None],
+) -> None:
+    def fail(leg: str, reason: str) -> None:
+        failed[leg] = reason
+        on_event({"event": "leg_failed", "case": case, "leg": leg, "reason": reason})
+
+    # Gate: every host runs its legs; outputs are compared here, across revisions.
+    launches, sets = [], 0
+    for key, host in hosts.items():
+        reply = host.ask("gate", reference=key == base_key)
+        sets = reply["sets"]
+        for leg, reason in reply["failed"].items():
+            fail(leg, reason)
+        launches += [
+            dict(x, case=case, leg=leg, index=i) for leg, xs in reply["launches"].items() for i, x in enumerate(xs)
+        ]
+    checks, changed = [], {}
+    for leg in run.legs:
+        if leg.name in failed or leg.has(Role.BASELINE) or not leg.revision:
+            continue
+        for k in range(sets):
+            res = cross_revision_check(folder, run, case_index, leg, k, rtol)
+            checks.append(_check_row(case, leg.name, -1, k, res))
+            if not res.passed:
+                if run.allow_changed_outputs:
+                    changed[leg.name] = res.detail
+                else:
+                    fail(leg.name, f"outputs changed: {res.detail} (--allow-changed-outputs times it anyway)")
+                break
+    folder.write_part("checks", case_index, None, pd.DataFrame(checks))
+    if launches:
+        folder.write_part("launches", case_index, None, pd.DataFrame(launches))
+
+    described = hosts[base_key].ask("describe", measure="copy_gbps" not in run.timer_info)
+    run = folder.update(timer=described["label"], timer_info={**run.timer_info, **described["info"]})
+    timed = [leg for leg in run.legs if leg.name not in failed and leg.revision in hosts]
+    estimates: dict[str, float] = {}
+    for key, host in hosts.items():
+        estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
+    samples = samples_per_round(median(estimates.values()) if estimates else 1.0, run.device, run.samples)
+    folder.update_case(
+        case, samples=samples, failed=failed, legs_timed=[leg.name for leg in timed], changed_outputs=changed
+    )
+    _rounds(folder, run, case_index, case, hosts, base_key, timed, samples, sets, on_event)
+
+
+def _rounds(
+    folder: RunFolder,
+    run: Run,
+    case_index: int,
+    case: str,
+    hosts: dict[str, Host],
+    base_key: str,
+    timed: list[Leg],
+    samples: int,
+    sets: int,
+    on_event: Callable[[Event], None],
+) -> None:
+    done = set(folder.finished_rounds(case_index))
+    clocks: list[float] = []
+    for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + case_index)):
+        if r in done:
+            continue
+        k = r % sets
+        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
+            rows = []
+            for slot, i in enumerate(order):
+                leg = timed[i]
+                times = hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)["times"][0]
+                rows += [
+                    dict(
+                        case=case,
+                        leg=leg.name,
+                        round=r,
+                        sample=j,
+                        buffer_set=k,
+                        slot=slot,
+                        time_ns=float(t),
+                        timer=run.timer,
+                        burn_in=r == 0,
+                    )
+                    for j, t in enumerate(times)
+                ]
+            cond = hosts[base_key].ask("conditions")["conditions"]
+            sm = cond.get("sm_clock_mhz")
+            if sm is None or not clocks or sm >= CLOCK_SAG * sorted(clocks)[len(clocks) // 2]:
+                break
+        if cond.get("sm_clock_mhz") is not None:
+            clocks.append(cond["sm_clock_mhz"])
+        checks = []
+        for key, host in hosts.items():
+            mine = [[leg.name, k] for leg in timed if leg.revision == key]
+            if mine:
+                checks += host.ask("race", items=mine, r=r)["rows"]
+        folder.write_part("samples", case_index, r, pd.DataFrame(rows))
+        folder.write_part("rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **cond)]))
+        folder.write_part("checks", case_index, r, pd.DataFrame(checks))
+        on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})

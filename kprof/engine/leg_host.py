@@ -1,0 +1,173 @@
+"""A leg host: the legs of one revision tree, in a process of their own, driven by the parent.
+
+    python -m kprof.engine.leg_host RUN_DIR CASE_INDEX REVISION_KEY
+
+The tree goes first on the import path, so the workload's modules are that revision's, while kprof
+itself stays the running one; each tree has its own Triton cache. The parent sends one JSON command
+per line on stdin and reads one JSON reply per line on stdout: ``gate`` (run every leg on every
+buffer set, outputs poisoned first, and save the outputs for the parent to compare across
+revisions), ``describe``, ``capture``, ``time``, ``race``, ``conditions``, ``exit``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kprof.correctness import Rule, compare, poison
+from kprof.engine.capture import WARMUP_SECONDS
+from kprof.engine.context import CaseContext
+from kprof.engine.gate import check_row, sync
+from kprof.launches import recording
+from kprof.run_model import Run
+from kprof.store.run_folder import RunFolder
+from kprof.workload import Workload, load_workload
+
+
+def import_workload(run: Run, tree: Path) -> Workload:
+    """The workload as this revision defines it (a bundled family's module, or a file in the repository)."""
+    sys.path.insert(0, str(tree))
+    spec = run.workload_in_tree or run.workload
+    if spec.endswith(".py"):
+        return load_workload(str(tree / spec))
+    return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
+
+
+def outputs_path(folder: RunFolder, case_index: int, leg: str, k: int) -> Path:
+    """Where a leg's gate outputs on buffer set k are saved for the cross-revision comparison."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in leg)
+    return folder.root / "outputs" / f"c{case_index:03d}" / f"{safe}-k{k}.pt"
+
+
+def save(tensors: dict[str, Any], path: Path) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({n: t.cpu() for n, t in tensors.items()}, path)
+
+
+class LegHost:
+    def __init__(self, root: Path, case_index: int, key: str) -> None:
+        folder = RunFolder(root)
+        run = folder.read_run()
+        tree = Path(run.revisions[key].path or ".")
+        workload = import_workload(run, tree)
+        name = run.cases[case_index].name
+        case = next((c for c in workload.cases(run.preset) if c.name == name), None)
+        if case is None:
+            raise SystemExit(f"case {name} is not in this revision's workload (preset {run.preset})")
+        legs = [leg for leg in run.legs if leg.revision == key]
+        self.ctx = CaseContext(folder, run, case_index, case, workload, legs)
+        self.index = {leg.name: i for i, leg in enumerate(legs)}
+        self.fns: dict[tuple[int, int], Any] = {}
+        self.own_outputs: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def gate(self, reference: bool) -> dict[str, Any]:
+        ctx, w = self.ctx, self.ctx.workload
+        ctx.setup()
+        failed: dict[str, str] = {}
+        launches: dict[str, list[dict[str, Any]]] = {}
+        for k, state in enumerate(ctx.states):
+            if reference and k == 0:
+                save(w.reference(state), outputs_path(ctx.folder, ctx.case_index, "reference", 0))
+            for li, leg in enumerate(ctx.legs):
+                if leg.name in failed:
+                    continue
+                try:
+                    fn = ctx.launch(leg, state)
+                    poison(w.outputs(state))
+                    w.reset(state)
+                    with recording() as seen:
+                        fn()
+                    sync(ctx.device)
+                except Exception as e:  # a revision that does not compile or raises
+                    failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+                    continue
+                if k == 0:
+                    launches[leg.name] = [
+                        dict(kernel=x.kernel, grid=json.dumps(x.grid), signature=x.signature) for x in seen
+                    ]
+                outs = {n: t.clone() for n, t in w.outputs(state).items()}
+                self.own_outputs[(li, k)] = outs
+                save(outs, outputs_path(ctx.folder, ctx.case_index, leg.name, k))
+                self.fns[(li, k)] = fn
+        return {"failed": failed, "launches": launches, "sets": len(ctx.states)}
+
+    def describe(self, measure: bool) -> dict[str, Any]:
+        timer = self.ctx.timer
+        assert timer is not None
+        info = timer.describe()
+        if measure:
+            info.update(timer.measure_device())
+        return {"label": timer.label, "info": info}
+
+    def capture(self, keep: list[str]) -> dict[str, Any]:
+        timer = self.ctx.timer
+        assert timer is not None
+        kept = {self.index[name] for name in keep}
+        self.fns = {item: fn for item, fn in self.fns.items() if item[0] in kept}
+        for item, fn in self.fns.items():
+            timer.prepare(item, fn)
+        first = [item for item in self.fns if item[1] == 0]
+        est = timer.time_round(first, 1) if first else {}
+        t_end = time.perf_counter() + (WARMUP_SECONDS if self.ctx.device != "cpu" else 0.0)
+        while first and time.perf_counter() < t_end:
+            est = timer.time_round(first, 1)
+        return {"t_ns": {self.ctx.legs[li].name: v[0] for (li, _), v in est.items()}}
+
+    def time(self, items: list[list[Any]], samples: int) -> dict[str, Any]:
+        timer = self.ctx.timer
+        assert timer is not None
+        keys = [(self.index[name], int(k)) for name, k in items]
+        # The host was idle while the others ran: one untimed replay first settles its caches (and,
+        # on a GPU, the switch back to this process's context).
+        timer.replay(keys[0])
+        times = timer.time_round(keys, samples)
+        return {"times": [times[key] for key in keys]}
+
+    def race(self, items: list[list[Any]], r: int) -> dict[str, Any]:
+        """Each leg replayed on that round's buffers, poisoned first, against its own gate outputs:
+        the same code on the same inputs must give the same bytes."""
+        ctx, w, timer = self.ctx, self.ctx.workload, self.ctx.timer
+        assert timer is not None
+        rows = []
+        for name, k in items:
+            li, k = self.index[name], int(k)
+            poison(w.outputs(ctx.states[k]))
+            w.reset(ctx.states[k])
+            timer.replay((li, k))
+            sync(ctx.device)
+            res = compare(w.outputs(ctx.states[k]), self.own_outputs[(li, k)], None, Rule("bitwise"), float("inf"))
+            rows.append(check_row(ctx, ctx.legs[li], r, k, res))
+        return {"rows": rows}
+
+    def conditions(self) -> dict[str, Any]:
+        timer = self.ctx.timer
+        assert timer is not None
+        return {"conditions": timer.round_conditions()}
+
+
+def main() -> None:
+    root, case_index, key = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    # Replies go to the original stdout; anything else printed (a workload, a compiler) to stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    host = LegHost(root, case_index, key)
+    print(json.dumps({"ready": True}), file=out, flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd.pop("op")
+        if op == "exit":
+            break
+        reply = getattr(host, op)(**cmd)
+        print(json.dumps(reply, default=float), file=out, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Legs over commits: each commit of a range is a lever, so the designs, the attribution (add-one,
+leave-one-out, Shapley) and the reports are the same as for a workload's features.
+
+A leg with the commit set S runs the tree: the base (S empty), the head (every commit), the head
+with one commit reverted (leave-one-out), or the base with the commits of S added in order.
+Repeated ``--rev`` gives plain legs instead: each revision against the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kprof.engine.design import MAX_FACTORIAL, design_legs
+from kprof.errors import KprofInputError
+from kprof.revisions.git import WORKTREE, Commit, Repo
+from kprof.revisions.trees import TreeSpec
+from kprof.run_model import Leg, Role
+
+REVISION_DESIGNS = ("endpoints", "add-one", "leave-one-out", "factorial", "all")
+
+
+def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: Commit) -> TreeSpec:
+    shorts = [c.short for c in commits]
+    if not features:
+        return TreeSpec(base.sha)
+    if len(features) == len(shorts):
+        return TreeSpec(head.sha)
+    missing = [c for c in commits if c.short not in features]
+    if len(missing) == 1:
+        return TreeSpec(head.sha, (("revert", missing[0].sha),))
+    return TreeSpec(base.sha, tuple(("pick", c.sha) for c in commits if c.short in features))
+
+
+def range_legs(
+    base: Commit, head: Commit, commits: list[Commit], design: str, aa_copies: int = 1
+) -> tuple[list[Leg], dict[str, TreeSpec]]:
+    """Legs of a design over the commits of a range (levers named by short SHA), and the tree each
+    leg runs, keyed by the leg's ``revision``. "all" is endpoints + add-one + leave-one-out;
+    "factorial" is every subset (≤ 6 commits)."""
+    if design not in REVISION_DESIGNS:
+        raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(REVISION_DESIGNS)})")
+    if design == "factorial" and len(commits) > MAX_FACTORIAL:
+        raise KprofInputError("--design", f"factorial needs ≤ {MAX_FACTORIAL} commits, got {len(commits)}")
+    shorts = tuple(c.short for c in commits)
+    legs = design_legs(shorts, design, aa_copies=aa_copies, factorial_in_all=False)
+    specs: dict[str, TreeSpec] = {}
+    out = []
+    for leg in legs:
+        spec = _spec(leg.features, commits, base, head)
+        # Each A/A copy gets a process of its own: the same tree, run again.
+        key = _key(spec) + (f"#aa{leg.replica}" if leg.has(Role.AA) else "")
+        specs[key] = spec
+        out.append(replace(leg, name=_name(leg, shorts, base, head), revision=key))
+    return out, specs
+
+
+def _key(spec: TreeSpec) -> str:
+    if spec.worktree:
+        return WORKTREE
+    return spec.base[:7] + "".join(("+" if op == "pick" else "−") + sha[:7] for op, sha in spec.ops)
+
+
+def _name(leg: Leg, shorts: tuple[str, ...], base: Commit, head: Commit) -> str:
+    if leg.has(Role.AA):
+        return leg.name.replace("baseline", f"base {base.short}", 1)
+    if not leg.features:
+        return f"base {base.short}"
+    if len(leg.features) == len(shorts):
+        return f"head {head.short}"
+    if len(shorts) - len(leg.features) == 1:
+        (gone,) = [s for s in shorts if s not in leg.features]
+        return f"head − {gone}"
+    return "base + " + " + ".join(s for s in shorts if s in leg.features)
+
+
+def listed_legs(repo: Repo, revs: list[str], aa_copies: int = 1) -> tuple[list[Leg], dict[str, TreeSpec], list[Commit]]:
+    """Repeated ``--rev``: the first is the baseline, each other a leg compared with it."""
+    if len(revs) < 2:
+        raise KprofInputError("--rev", "give at least two revisions (the first is the baseline)")
+    legs: list[Leg] = []
+    specs: dict[str, TreeSpec] = {}
+    commits: list[Commit] = []
+    for i, rev in enumerate(revs):
+        if rev == WORKTREE:
+            spec, name = TreeSpec(repo.commit("HEAD").sha, worktree=True), "working tree"
+        else:
+            commit = repo.commit(rev)
+            commits.append(commit)
+            spec, name = TreeSpec(commit.sha), f"{commit.short} {commit.subject[:40]}".strip()
+        key = _key(spec)
+        if key in specs:
+            raise KprofInputError("--rev", f"{rev!r} is given twice")
+        specs[key] = spec
+        legs.append(Leg(name, roles=frozenset({Role.BASELINE if i == 0 else Role.LEG}), revision=key))
+    base = legs[0]
+    for i in range(1, aa_copies + 1):
+        key = f"{base.revision}#aa{i}"
+        specs[key] = specs[base.revision or ""]
+        label = f"{base.name} (A/A {i})" if aa_copies > 1 else f"{base.name} (A/A)"
+        legs.append(Leg(label, roles=frozenset({Role.AA}), replica=i, revision=key))
+    return legs, specs, commits

@@ -1,0 +1,122 @@
+"""Revision trees in a cache folder: each (base commit, commits added or reverted) materialised once,
+as a detached ``git worktree`` of the user's repository; the user's own working tree is never
+touched. A commit that does not apply cleanly gives a refusal naming the conflicting files.
+
+The cache lives in ``$KPROF_CACHE`` (default ``~/.cache/kprof``) under ``trees/``; ``kprof cache
+--clean`` removes it and prunes the worktree records git keeps in each repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kprof.revisions.git import GitError, Repo, git
+from kprof.run_model import Run
+
+OK_MARK = ".kprof-tree.json"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KPROF_CACHE") or Path.home() / ".cache" / "kprof")
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """A tree: ``base`` with each (``pick`` | ``revert``, sha) applied in order; ``worktree``: the
+    repository's working tree as it is (a copy of its files)."""
+
+    base: str
+    ops: tuple[tuple[str, str], ...] = ()
+    worktree: bool = False
+
+    def key(self, repo: Repo) -> str:
+        text = json.dumps([str(repo.root), self.base, self.ops, self.worktree])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Tree:
+    path: Path | None
+    refused: str = ""  # why the tree could not be made (a conflict, in which files)
+
+
+def _apply(path: Path, op: str, sha: str) -> str:
+    """Apply one commit without committing; "" on success, else the conflict in words."""
+    args = ["cherry-pick", "--no-commit", sha] if op == "pick" else ["revert", "--no-commit", sha]
+    try:
+        git(path, *args)
+        return ""
+    except GitError as e:
+        files = git(path, "diff", "--name-only", "--diff-filter=U", check=False).split()
+        what = "adding" if op == "pick" else "reverting"
+        where = f"conflict in {', '.join(files)}" if files else (e.stderr.splitlines() or ["git failed"])[-1]
+        return f"{what} {sha[:7]} does not apply cleanly: {where}"
+
+
+def _copy_worktree(repo: Repo, target: Path) -> None:
+    listed = git(repo.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    for name in filter(None, listed):
+        src = repo.root / name
+        if src.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / name)
+
+
+def materialise(repo: Repo, spec: TreeSpec, root: Path | None = None) -> Tree:
+    """The tree of ``spec``, from the cache when it was made before."""
+    path = (root or cache_root()) / "trees" / spec.key(repo)
+    if (path / OK_MARK).is_file() and not spec.worktree:
+        return Tree(path)
+    if path.exists():
+        git(repo.root, "worktree", "remove", "--force", str(path), check=False)
+        shutil.rmtree(path, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.worktree:
+        path.mkdir()
+        _copy_worktree(repo, path)
+    else:
+        git(repo.root, "worktree", "add", "--detach", "--force", str(path), spec.base)
+        for op, sha in spec.ops:
+            refused = _apply(path, op, sha)
+            if refused:
+                git(repo.root, "worktree", "remove", "--force", str(path), check=False)
+                shutil.rmtree(path, ignore_errors=True)
+                return Tree(None, refused)
+    (path / OK_MARK).write_text(json.dumps({"repo": str(repo.root), "base": spec.base, "ops": spec.ops}) + "\n")
+    return Tree(path)
+
+
+def clean(root: Path | None = None) -> list[Path]:
+    """Remove every cached tree and prune the worktree records of the repositories they came from."""
+    trees = (root or cache_root()) / "trees"
+    repos = set()
+    removed = []
+    for mark in trees.glob(f"*/{OK_MARK}") if trees.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            repos.add(json.loads(mark.read_text())["repo"])
+    if trees.is_dir():
+        removed = sorted(trees.iterdir())
+        shutil.rmtree(trees)
+    for repo in repos:
+        if Path(repo).is_dir():
+            git(Path(repo), "worktree", "prune", check=False)
+    return removed
+
+
+def revision_env(run: Run, key: str) -> dict[str, str]:
+    """The environment of a process that runs a revision's code: its own Triton cache (two
+    revisions of one kernel must never share compiled binaries), the interpreter on a CPU."""
+    env = dict(os.environ)
+    if run.device == "cpu":
+        # One thread each: idle OpenMP threads of one host spin and slow the host timed next.
+        env.update(TRITON_INTERPRET="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    tree = run.revisions[key].path
+    if tree:
+        env["TRITON_CACHE_DIR"] = str(Path(tree) / ".kprof-triton-cache")
+    return env

@@ -1,0 +1,241 @@
+"""Git revisions as legs, on a repository built inside the test: commits of known effect (one
+doubles the work, one changes nothing, one changes the outputs, one cannot be reverted alone), each
+revision's code in its own process, verdicts named by commit; a dirty working tree as a leg; whole
+programs at each revision (with the rocprofv3 stand-in)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from kprof.cli import app
+from kprof.revisions.git import Repo
+from kprof.revisions.trees import TreeSpec, materialise
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+runner = CliRunner()
+FAKE = ROOT / "tests" / "fake_bin"
+
+WORKLOAD = '''"""A workload whose work and output are set by constants that the commits change. The work is a
+host-side sleep: on a CPU its length is steady across processes, where computed work is not."""
+import time
+
+import torch
+from kprof.workload import Case, Workload
+
+NOTE = "v1"
+#
+#
+#
+#
+REPEATS = 4
+#
+#
+#
+#
+SCALE = 2.0
+
+
+class Scale(Workload):
+    name = "scale"
+    presets = {"smoke": (Case("n", {"n": 1024}),)}
+
+    def setup(self, case, device, dtype, seed):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(case.params["n"], generator=g).to(getattr(torch, dtype))
+        return {"x": x.to(device), "y": torch.empty_like(x).to(device)}
+
+    def launch(self, state, features, params):
+        def run():
+            time.sleep(REPEATS * 0.0005)
+            torch.mul(state["x"], SCALE, out=state["y"])
+        return run
+
+    def outputs(self, state):
+        return {"y": state["y"]}
+
+    def reference(self, state):
+        return {"y": state["x"].double() * SCALE}
+
+
+WORKLOAD = Scale()
+'''
+
+
+def _git(repo: Path, *args: str) -> str:
+    cmd = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(repo: Path, message: str, old: str = "", new: str = "", path: str = "wl.py") -> str:
+    file = repo / path
+    text = file.read_text() if file.exists() else ""
+    file.write_text(text.replace(old, new) if old else text + new)
+    _git(repo, "add", path)
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "--short=7", "HEAD")
+
+
+@pytest.fixture()
+def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
+    """base, then: double the work; a comment; change the outputs; note v2; note v3 (which makes
+    reverting "note v2" alone a conflict)."""
+    monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "wl.py").write_text(WORKLOAD)
+    _git(repo, "add", "wl.py")
+    _git(repo, "commit", "-q", "-m", "base")
+    shas = {"base": _git(repo, "rev-parse", "--short=7", "HEAD")}
+    shas["double"] = _commit(repo, "double the work", "REPEATS = 4", "REPEATS = 8")
+    shas["nothing"] = _commit(repo, "a comment", "", "# nothing changes\n")
+    shas["outputs"] = _commit(repo, "change the outputs", "SCALE = 2.0", "SCALE = 3.0")
+    shas["note2"] = _commit(repo, "note v2", 'NOTE = "v1"', 'NOTE = "v2"')
+    shas["note3"] = _commit(repo, "note v3", 'NOTE = "v2"', 'NOTE = "v3"')
+    return repo, shas
+
+
+def test_range_and_commit_records(history) -> None:
+    repo, shas = history
+    base, head, commits = Repo(repo).range("HEAD~5..HEAD")
+    assert base.short == shas["base"] and head.short == shas["note3"]
+    assert [c.short for c in commits] == [shas[k] for k in ("double", "nothing", "outputs", "note2", "note3")]
+    assert commits[0].subject == "double the work" and "1 file changed" in commits[0].diffstat
+    assert commits[1].parents == (commits[0].sha,)
+
+
+def test_trees_are_made_in_the_cache_and_conflicts_are_refused(history) -> None:
+    repo, shas = history
+    r = Repo(repo)
+    before = (repo / "wl.py").read_text()
+    added = materialise(r, TreeSpec(r.resolve(shas["base"]), (("pick", r.resolve(shas["double"])),)))
+    assert added.path is not None and "REPEATS = 8" in (added.path / "wl.py").read_text()
+    assert 'NOTE = "v1"' in (added.path / "wl.py").read_text()
+    refused = materialise(r, TreeSpec(r.resolve("HEAD"), (("revert", r.resolve(shas["note2"])),)))
+    assert refused.path is None and "conflict in wl.py" in refused.refused and shas["note2"] in refused.refused
+    # the user's working tree and branch are untouched
+    assert (repo / "wl.py").read_text() == before and _git(repo, "status", "--porcelain") == ""
+
+
+ARGS = ["--device", "cpu", "--preset", "smoke", "--rounds", "12", "--samples", "5", "--threshold", "5"]
+
+
+@pytest.mark.slow
+def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
+    repo, shas = history
+    out = tmp_path / "run"
+    res = runner.invoke(
+        app,
+        ["run", str(repo / "wl.py"), "--revisions", "HEAD~5..HEAD", *ARGS, "--out", str(out), "--format", "json"],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    legs = {r["leg"]: r for r in json.loads(res.stdout)["legs"]}
+    assert legs[f"base + {shas['double']}"]["verdict"] == "SLOWER"
+    assert legs[f"head − {shas['outputs']}"]["verdict"] == "SLOWER"  # the only leg without the output change
+    assert legs[f"base + {shas['nothing']}"]["verdict"] == "SAME"
+    status = json.loads((out / "meta.json").read_text())["case_status"]["n"]
+    assert status["failed"][f"base + {shas['outputs']}"].startswith("outputs changed")
+    assert status["failed"][f"head {shas['note3']}"].startswith("outputs changed")
+    assert status["failed"][f"head − {shas['note2']}"] == (
+        f"refused: reverting {shas['note2']} does not apply cleanly: conflict in wl.py"
+    )
+    attribution = runner.invoke(app, ["attribute", str(out), "--format", "json"], catch_exceptions=False)
+    levers = {(r["design"], r["lever"]): r for r in json.loads(attribution.stdout)["levers"]}
+    assert levers[("add_one", shas["double"])]["verdict"] == "SLOWER"
+    assert levers[("add_one", shas["nothing"])]["verdict"] == "SAME"
+    md = runner.invoke(app, ["attribute", str(out), "--format", "md"], catch_exceptions=False).stdout
+    assert "double the work" in md and shas["double"] in md
+
+
+def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path) -> None:
+    repo, shas = history
+    (repo / "wl.py").write_text((repo / "wl.py").read_text().replace("REPEATS = 8", "REPEATS = 16"))
+    out = tmp_path / "dirty"
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            str(repo / "wl.py"),
+            "--rev",
+            "HEAD",
+            "--rev",
+            "WORKTREE",
+            *ARGS,
+            "--out",
+            str(out),
+            "--format",
+            "json",
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    legs = {r["leg"]: r for r in json.loads(res.stdout)["legs"]}
+    assert legs["working tree"]["verdict"] == "SLOWER"
+    assert legs[f"{shas['note3']} note v3"]["verdict"] == "REFERENCE"
+    aa = next(r for name, r in legs.items() if name.endswith("(A/A)"))
+    assert aa["verdict"] in {"SAME", "UNRESOLVED"}
+
+
+def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program runs in each revision's tree: the stand-in profiler scales its kernels by a file
+    the commits change (5% slower, then nothing); --setup runs once per tree and is recorded."""
+    monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    repo = tmp_path / "prog"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "fake_kernel_scale.txt").write_text("1.0")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    slow = _commit(repo, "slower kernels", "1.0", "1.05", path="fake_kernel_scale.txt")
+    empty = _commit(repo, "docs", "", "notes\n", path="README")
+    out = tmp_path / "run"
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "--revisions",
+            "HEAD~2..HEAD",
+            "--repo",
+            str(repo),
+            "--collector",
+            "rocprofv3",
+            "--rounds",
+            "8",
+            "--setup",
+            "echo installed > setup.log",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    rows = {(r["case"], r["leg"]): r for r in json.loads(res.stdout)["legs"]}
+    busy = "GPU busy per process"
+    # with two commits, adding one to the base is reverting the other from the head: one leg each
+    assert rows[(busy, f"head − {empty}")]["verdict"] == "SLOWER"  # = base + the slower kernels
+    assert rows[(busy, f"head − {slow}")]["verdict"] == "SAME"  # = base + docs
+    assert rows[(busy, f"head {empty}")]["verdict"] == "SLOWER"
+    planted = 100 * (1 / 1.05 - 1)
+    assert abs(rows[(busy, f"head {empty}")]["effect_pct"] - planted) < 0.3
+    meta = json.loads((out / "meta.json").read_text())
+    trees = [t for k, t in meta["revisions"].items() if "#aa" not in k]
+    assert all(t["setup"]["exit_code"] == 0 for t in trees)
+    assert all((Path(t["path"]) / "setup.log").read_text() == "installed\n" for t in trees)
+    assert {c["subject"] for c in meta["commits"]} == {"slower kernels", "docs"}
