@@ -201,7 +201,9 @@ def run(
     ] = None,
     preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
     case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
-    design: Annotated[str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all.")] = "all",
+    design: Annotated[
+        str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all; with --revisions also bisect.")
+    ] = "all",
     target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
     sweep: SweepOption = None,
     sweep_baseline: SweepBaselineOption = False,
@@ -317,8 +319,27 @@ def run(
             repo=repo,
             allow_changed_outputs=allow_changed_outputs,
         )
+        if design == "bisect":
+            _bisect(request, out, fmt)
+            return
         folder = start(request, out)
     _execute_and_report(folder, fmt)
+
+
+def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
+    from kprof.commands.run import bisect_revisions
+    from kprof.engine.events import sentence
+    from kprof.report.bisect_report import bisect_document
+
+    if not request.revisions:
+        raise KprofInputError("--design bisect", "needs --revisions A..B")
+    err = Console(stderr=True)
+
+    def on_event(event: dict[str, Any]) -> None:
+        if (text := sentence(event)) is not None:
+            err.print(f"[yellow]{text}[/yellow]")
+
+    _write(bisect_document(bisect_revisions(request, out, on_event)), fmt)
 
 
 @app.command()
@@ -460,10 +481,16 @@ def report(
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
     ] = None,
 ) -> None:
-    """Render a stored run again."""
+    """Render a stored run (or bisect) again."""
     from kprof.analysis.run_analysis import analyse_run
     from kprof.report.run_report import run_document
+    from kprof.revisions.bisect import BISECT_FILE, Bisect
 
+    if (run_dir / BISECT_FILE).is_file():
+        from kprof.report.bisect_report import bisect_document
+
+        _write(bisect_document(Bisect.load(run_dir)), fmt)
+        return
     _write(run_document(analyse_run(run_dir, threshold)), fmt)
 
 

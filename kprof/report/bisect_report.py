@@ -1,0 +1,59 @@
+"""`kprof run … --design bisect` output: the path the search took, every step with its intervals."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from kprof.report.table import Cell, Column, Document, Table, verdict_cell
+from kprof.revisions.bisect import Bisect, Segment
+
+
+def _span(b: Bisect, lo: int, hi: int) -> str:
+    shas = [c["sha"][:7] for c in b.commits]
+    return shas[lo] if hi - lo == 1 else f"{shas[lo]}…{shas[hi - 1]} ({hi - lo} commits)"
+
+
+def _cell(s: Segment) -> Cell:
+    text = f"{s.effect_pct:+.2f}% [{s.ci_low_pct:+.2f}, {s.ci_high_pct:+.2f}]"
+    return verdict_cell(text + (" ← here" if s.resolved else ""), "SLOWER" if s.resolved else "")
+
+
+def bisect_document(b: Bisect) -> Document:
+    doc = Document()
+    base = b.base["sha"][:7]
+    confidence = 100 * (1 - b.alpha_per_interval)
+    doc.text(
+        f"bisect of {len(b.commits)} commits after {base}, case {b.case}: each step times evenly spaced revisions "
+        f"in interleaved rounds (one process each, with an A/A process); every interval is at "
+        f"{confidence:.2f}% (Bonferroni over all steps and segments: the whole search errs with at most 5%); "
+        "effect = 100·(t_before/t_after − 1) per segment, positive = the segment's commits made it faster.",
+        "bold",
+    )
+    t = Table(
+        "steps",
+        [
+            Column("step"),
+            Column("span", "left"),
+            Column("rounds"),
+            Column("span's total [CI]"),
+            Column("segments: commits, effect [CI]", "left", is_name=True),
+        ],
+    )
+    for i, step in enumerate(b.steps, 1):
+        segs = "; ".join(f"{_span(b, s.lo, s.hi)}: {_cell(s).text}" for s in step.segments)
+        t.add(str(i), _span(b, step.lo, step.hi), str(step.rounds), _cell(step.total), segs)
+    doc.table(t)
+    if b.culprits:
+        found = Table(
+            "the commit(s) behind the change", [Column("commit", "left"), Column("subject", "left", is_name=True)]
+        )
+        for c in b.culprits:
+            commit = b.commits[c - 1]
+            found.add(commit["sha"][:7], commit.get("subject", ""))
+        doc.table(found)
+    line = f"verdict: {b.verdict}"
+    if b.rounds_needed:
+        line += f"; rounds needed to resolve the practical threshold at this noise: {b.rounds_needed}"
+    doc.text(line, "bold")
+    doc.data = asdict(b)
+    return doc
