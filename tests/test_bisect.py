@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_runs import write_run
+from test_revisions import WORKLOAD, _commit, _git
 from typer.testing import CliRunner
 
-from fake_runs import write_run
 from kprof.cli import app
 from kprof.revisions.bisect import probes, run_bisect
 from kprof.revisions.git import Commit
 from kprof.run_model import Leg, Role
-from test_revisions import WORKLOAD, _commit, _git
 
 N = 16
 
