@@ -19,25 +19,29 @@ from kprof.report.table import render_markdown
 from kprof.run_model import RUN_FORMAT_VERSION, Leg, Role, Run, migrate
 from kprof.store.run_folder import RunFolder
 
-STORED = sorted((ROOT / "docs" / "runs").glob("*/*/meta.json"))
+STORED = sorted((ROOT / "docs" / "runs").glob("*/*/meta.json")) + sorted(
+    (ROOT / "docs" / "runs").glob("*/*/step-*/meta.json")
+)
 
 
-def test_there_are_stored_runs_to_check() -> None:
-    assert len(STORED) >= 20
+def test_there_are_stored_runs_of_both_versions_to_check() -> None:
+    versions = [json.loads(p.read_text()).get("run_format_version") for p in STORED]
+    assert versions.count(1) >= 20 and versions.count(RUN_FORMAT_VERSION) >= 5
 
 
 @pytest.mark.parametrize("meta", STORED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_every_stored_run_loads_through_the_migration(meta: Path) -> None:
     raw = json.loads(meta.read_text())
-    assert raw["run_format_version"] == 1  # written by the first sessions: the migration is exercised
     run = RunFolder(meta.parent).read_run()
-    assert run.kind == "workload"
-    assert run.case_names == raw["cases"]
     assert [leg.name for leg in run.legs] == [d["name"] for d in raw["legs"]]
     assert run.baseline.has(Role.BASELINE) and run.aa_legs
-    for case in run.cases:
-        assert case.params == raw["case_params"][case.name]
-        assert case.bytes_per_call == raw["bytes_per_call"][case.name]
+    if raw["run_format_version"] == 1:  # written by the first sessions: migrated on read
+        assert run.kind == "workload" and run.case_names == raw["cases"]
+        for case in run.cases:
+            assert case.params == raw["case_params"][case.name]
+            assert case.bytes_per_call == raw["bytes_per_call"][case.name]
+    else:
+        assert run.case_names == [c["name"] for c in raw["cases"]]
     # the migrated description writes and reads back unchanged
     again = Run.from_json(run.to_json())
     assert again.record() == run.record()

@@ -14,7 +14,7 @@ import pandas as pd
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.errors import KprofInputError
-from kprof.report.run_report import aa_records, commits_table, effect_cell, header
+from kprof.report.run_report import aa_records, commits_table, effect_cell, header, status_lines
 from kprof.report.table import Cell, Column, Document, Table, records
 from kprof.run_model import Run
 
@@ -112,6 +112,8 @@ def attribution_document(result: Attribution) -> Document:
         doc.table(t)
     for s in result.run.summaries.values():
         doc.text(aa_line(s))
+    for line, style in status_lines(run):
+        doc.text(line, style)
     doc.data = {
         "workload": run.workload_name,
         "timer": run.timer_label,

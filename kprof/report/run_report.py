@@ -110,7 +110,7 @@ def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
     return table
 
 
-def _status_lines(run: Run) -> list[tuple[str, str]]:
+def status_lines(run: Run) -> list[tuple[str, str]]:
     """(text, style): failures are errors; legs that launch what the baseline launches are warnings."""
     lines = []
     for case, status in run.case_status.items():
@@ -196,7 +196,7 @@ def run_document(report: RunReport) -> Document:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
     for case, rows in report.effects.groupby("case", sort=False):
         doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case))))
-    for line, style in _status_lines(run):
+    for line, style in status_lines(run):
         doc.text(line, style)
     if len(report.kernel_effects):
         doc.table(_kernel_breakdown(report.kernel_effects))
