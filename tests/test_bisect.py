@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fake_runs import write_run
-from test_revisions import WORKLOAD, _commit, _git
+from test_revisions import _commit, workload_repo
 from typer.testing import CliRunner
 
 from kprof.cli import app
@@ -77,13 +77,7 @@ def test_error_over_the_whole_search_is_bounded(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "wl.py").write_text(WORKLOAD)
-    _git(repo, "add", "wl.py")
-    _git(repo, "commit", "-q", "-m", "base")
+    repo = workload_repo(tmp_path, monkeypatch)
     shas = [
         _commit(repo, f"note {i}", "", f"# note {i}\n")
         if i != 11

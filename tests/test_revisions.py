@@ -84,10 +84,8 @@ def _commit(repo: Path, message: str, old: str = "", new: str = "", path: str = 
     return _git(repo, "rev-parse", "--short=7", "HEAD")
 
 
-@pytest.fixture()
-def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
-    """base, then: double the work; a comment; change the outputs; note v2; note v3 (which makes
-    reverting "note v2" alone a conflict)."""
+def workload_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose first commit ("base") is the workload file; revision trees cached in tmp."""
     monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -95,6 +93,14 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict
     (repo / "wl.py").write_text(WORKLOAD)
     _git(repo, "add", "wl.py")
     _git(repo, "commit", "-q", "-m", "base")
+    return repo
+
+
+@pytest.fixture()
+def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
+    """base, then: double the work; a comment; change the outputs; note v2; note v3 (which makes
+    reverting "note v2" alone a conflict)."""
+    repo = workload_repo(tmp_path, monkeypatch)
     shas = {"base": _git(repo, "rev-parse", "--short=7", "HEAD")}
     shas["double"] = _commit(repo, "double the work", "REPEATS = 4", "REPEATS = 8")
     shas["nothing"] = _commit(repo, "a comment", "", "# nothing changes\n")

@@ -32,10 +32,11 @@ class GateResult:
     no_ops: list[str] = field(default_factory=list)
 
 
-def check_row(ctx: CaseContext, leg: Leg, round_index: int, k: int, res: CheckResult) -> dict[str, Any]:
+def check_row(case: str, leg: str, round_index: int, k: int, res: CheckResult) -> dict[str, Any]:
+    """One row of the checks table (kprof.store.run_tables)."""
     return dict(
-        case=ctx.case.name,
-        leg=leg.name,
+        case=case,
+        leg=leg,
         round=round_index,
         buffer_set=k,
         rule=res.rule,
@@ -118,7 +119,7 @@ def run_gate(ctx: CaseContext) -> GateResult:
                 emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])
                 continue
             res = compare(w.outputs(state), out.baseline_outputs[k], reference, ctx.rule(leg), w.reference_rtol)
-            checks.append(check_row(ctx, leg, -1, k, res))
+            checks.append(check_row(ctx.case.name, leg.name, -1, k, res))
             if not res.passed:
                 out.failed[leg.name] = f"correctness: {res.detail}"
                 emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])

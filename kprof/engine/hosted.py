@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -21,8 +22,9 @@ import pandas as pd
 from kprof.correctness import CheckResult, Rule, compare
 from kprof.engine.capture import samples_per_round
 from kprof.engine.events import Event
+from kprof.engine.gate import check_row
 from kprof.engine.leg_host import outputs_path
-from kprof.engine.rounds import CLOCK_SAG, MAX_ATTEMPTS
+from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged
 from kprof.engine.schedule import round_orders
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
@@ -93,31 +95,15 @@ def cross_revision_check(folder: RunFolder, run: Run, case_index: int, leg: Leg,
     return compare(mine, base, ref, Rule("tolerance", rtol=rtol), rtol)
 
 
-def _check_row(case: str, leg: str, r: int, k: int, res: CheckResult) -> dict[str, Any]:
-    return dict(
-        case=case,
-        leg=leg,
-        round=r,
-        buffer_set=k,
-        rule=res.rule,
-        passed=res.passed,
-        vs_baseline=res.vs_baseline,
-        vs_reference=res.vs_reference,
-        detail=res.detail,
-    )
-
-
 def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Event], None]) -> None:
     run = folder.read_run()
-    case = run.cases[case_index].name
-    rtol = run.reference_rtol
     failed: dict[str, str] = {}
     for leg in run.legs:
         tree = run.revisions.get(leg.revision or "")
         if tree is None or tree.refused:
             failed[leg.name] = f"refused: {tree.refused if tree else 'no tree'}"
     keys = sorted({leg.revision for leg in run.legs if leg.name not in failed and leg.revision})
-    base_key = run.baseline.revision
+    base_key = run.baseline.revision or ""
     if base_key not in keys:
         raise HostDied(f"the baseline revision cannot run: {failed.get(run.baseline.name)}")
     hosts: dict[str, Host] = {}
@@ -134,116 +120,132 @@ def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Even
                         failed[leg.name] = f"host: {e}"
         if base_key not in hosts:
             raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
-        _run(folder, run, case_index, case, hosts, base_key, failed, rtol, on_event)
+        HostedCase(folder, run, case_index, hosts, base_key, failed, on_event).drive()
     finally:
         for host in hosts.values():
             host.close()
 
 
-def _run(
-    folder: RunFolder,
-    run: Run,
-    case_index: int,
-    case: str,
-    hosts: dict[str, Host],
-    base_key: str,
-    failed: dict[str, str],
-    rtol: float,
-    on_event: Callable[[Event], None],
-) -> None:
-    def fail(leg: str, reason: str) -> None:
-        failed[leg] = reason
-        on_event({"event": "leg_failed", "case": case, "leg": leg, "reason": reason})
+@dataclass
+class HostedCase:
+    """One case driven across its leg hosts: gate → describe → capture → rounds."""
 
-    # Gate: every host runs its legs; outputs are compared here, across revisions.
-    launches, sets = [], 0
-    for key, host in hosts.items():
-        reply = host.ask("gate", reference=key == base_key)
-        sets = reply["sets"]
-        for leg, reason in reply["failed"].items():
-            fail(leg, reason)
-        launches += [
-            dict(x, case=case, leg=leg, index=i) for leg, xs in reply["launches"].items() for i, x in enumerate(xs)
-        ]
-    checks, changed = [], {}
-    for leg in run.legs:
-        if leg.name in failed or leg.has(Role.BASELINE) or not leg.revision:
-            continue
-        for k in range(sets):
-            res = cross_revision_check(folder, run, case_index, leg, k, rtol)
-            checks.append(_check_row(case, leg.name, -1, k, res))
-            if not res.passed:
-                if run.allow_changed_outputs:
-                    changed[leg.name] = res.detail
-                else:
-                    fail(leg.name, f"outputs changed: {res.detail} (--allow-changed-outputs times it anyway)")
-                break
-    folder.write_part("checks", case_index, None, pd.DataFrame(checks))
-    if launches:
-        folder.write_part("launches", case_index, None, pd.DataFrame(launches))
+    folder: RunFolder
+    run: Run
+    case_index: int
+    hosts: dict[str, Host]
+    base_key: str
+    failed: dict[str, str]
+    on_event: Callable[[Event], None]
+    sets: int = 0
 
-    described = hosts[base_key].ask("describe", measure="copy_gbps" not in run.timer_info)
-    run = folder.update(timer=described["label"], timer_info={**run.timer_info, **described["info"]})
-    timed = [leg for leg in run.legs if leg.name not in failed and leg.revision in hosts]
-    estimates: dict[str, float] = {}
-    for key, host in hosts.items():
-        estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
-    samples = samples_per_round(median(estimates.values()) if estimates else 1.0, run.device, run.samples)
-    folder.update_case(
-        case, samples=samples, failed=failed, legs_timed=[leg.name for leg in timed], changed_outputs=changed
-    )
-    _rounds(folder, run, case_index, case, hosts, base_key, timed, samples, sets, on_event)
+    @property
+    def case(self) -> str:
+        return self.run.cases[self.case_index].name
 
+    def fail(self, leg: str, reason: str) -> None:
+        self.failed[leg] = reason
+        self.on_event({"event": "leg_failed", "case": self.case, "leg": leg, "reason": reason})
 
-def _rounds(
-    folder: RunFolder,
-    run: Run,
-    case_index: int,
-    case: str,
-    hosts: dict[str, Host],
-    base_key: str,
-    timed: list[Leg],
-    samples: int,
-    sets: int,
-    on_event: Callable[[Event], None],
-) -> None:
-    done = set(folder.finished_rounds(case_index))
-    clocks: list[float] = []
-    for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + case_index)):
-        if r in done:
-            continue
-        k = r % sets
-        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
-            rows = []
-            for slot, i in enumerate(order):
-                leg = timed[i]
-                times = hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)["times"][0]
-                rows += [
-                    dict(
-                        case=case,
-                        leg=leg.name,
-                        round=r,
-                        sample=j,
-                        buffer_set=k,
-                        slot=slot,
-                        time_ns=float(t),
-                        timer=run.timer,
-                        burn_in=r == 0,
-                    )
-                    for j, t in enumerate(times)
-                ]
-            cond = hosts[base_key].ask("conditions")["conditions"]
-            sm = cond.get("sm_clock_mhz")
-            if sm is None or not clocks or sm >= CLOCK_SAG * sorted(clocks)[len(clocks) // 2]:
-                break
-        if cond.get("sm_clock_mhz") is not None:
-            clocks.append(cond["sm_clock_mhz"])
-        checks = []
-        for key, host in hosts.items():
-            mine = [[leg.name, k] for leg in timed if leg.revision == key]
-            if mine:
-                checks += host.ask("race", items=mine, r=r)["rows"]
-        folder.write_part("samples", case_index, r, pd.DataFrame(rows))
-        folder.write_part("rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **cond)]))
-        folder.write_part("checks", case_index, r, pd.DataFrame(checks))
-        on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})
+    def drive(self) -> None:
+        changed = self.gate()
+        described = self.hosts[self.base_key].ask("describe", measure="copy_gbps" not in self.run.timer_info)
+        self.run = self.folder.update(timer=described["label"], timer_info={**self.run.timer_info, **described["info"]})
+        timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
+        estimates: dict[str, float] = {}
+        for key, host in self.hosts.items():
+            estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
+        samples = samples_per_round(median(estimates.values()) if estimates else 1.0, self.run.device, self.run.samples)
+        self.folder.update_case(
+            self.case,
+            samples=samples,
+            failed=self.failed,
+            legs_timed=[leg.name for leg in timed],
+            changed_outputs=changed,
+        )
+        self.rounds(timed, samples)
+
+    def gate(self) -> dict[str, str]:
+        """Every host runs its legs; outputs are compared here, across revisions. Returns the legs
+        timed although their outputs changed (--allow-changed-outputs)."""
+        launches = []
+        for key, host in self.hosts.items():
+            reply = host.ask("gate", reference=key == self.base_key)
+            self.sets = reply["sets"]
+            for leg, reason in reply["failed"].items():
+                self.fail(leg, reason)
+            launches += [
+                dict(x, case=self.case, leg=leg, index=i)
+                for leg, xs in reply["launches"].items()
+                for i, x in enumerate(xs)
+            ]
+        checks, changed = [], {}
+        for leg in self.run.legs:
+            if leg.name in self.failed or leg.has(Role.BASELINE) or not leg.revision:
+                continue
+            for k in range(self.sets):
+                res = cross_revision_check(self.folder, self.run, self.case_index, leg, k, self.run.reference_rtol)
+                checks.append(check_row(self.case, leg.name, -1, k, res))
+                if not res.passed:
+                    if self.run.allow_changed_outputs:
+                        changed[leg.name] = res.detail
+                    else:
+                        self.fail(leg.name, f"outputs changed: {res.detail} (--allow-changed-outputs times it anyway)")
+                    break
+        self.folder.write_part("checks", self.case_index, None, pd.DataFrame(checks))
+        if launches:
+            self.folder.write_part("launches", self.case_index, None, pd.DataFrame(launches))
+        return changed
+
+    def rounds(self, timed: list[Leg], samples: int) -> None:
+        folder, run, case_index, case, hosts, base_key, sets, on_event = (
+            self.folder,
+            self.run,
+            self.case_index,
+            self.case,
+            self.hosts,
+            self.base_key,
+            self.sets,
+            self.on_event,
+        )
+        done = set(folder.finished_rounds(case_index))
+        clocks: list[float] = []
+        for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + case_index)):
+            if r in done:
+                continue
+            k = r % sets
+            for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
+                rows = []
+                for slot, i in enumerate(order):
+                    leg = timed[i]
+                    times = hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)["times"][0]
+                    rows += [
+                        dict(
+                            case=case,
+                            leg=leg.name,
+                            round=r,
+                            sample=j,
+                            buffer_set=k,
+                            slot=slot,
+                            time_ns=float(t),
+                            timer=run.timer,
+                            burn_in=r == 0,
+                        )
+                        for j, t in enumerate(times)
+                    ]
+                cond = hosts[base_key].ask("conditions")["conditions"]
+                if not clock_sagged(cond, clocks):
+                    break
+            if cond.get("sm_clock_mhz") is not None:
+                clocks.append(cond["sm_clock_mhz"])
+            checks = []
+            for key, host in hosts.items():
+                mine = [[leg.name, k] for leg in timed if leg.revision == key]
+                if mine:
+                    checks += host.ask("race", items=mine, r=r)["rows"]
+            folder.write_part("samples", case_index, r, pd.DataFrame(rows))
+            folder.write_part(
+                "rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **cond)])
+            )
+            folder.write_part("checks", case_index, r, pd.DataFrame(checks))
+            on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})

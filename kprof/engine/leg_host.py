@@ -143,7 +143,7 @@ class LegHost:
             timer.replay((li, k))
             sync(ctx.device)
             res = compare(w.outputs(ctx.states[k]), self.own_outputs[(li, k)], None, Rule("bitwise"), float("inf"))
-            rows.append(check_row(ctx, ctx.legs[li], r, k, res))
+            rows.append(check_row(ctx.case.name, ctx.legs[li].name, r, k, res))
         return {"rows": rows}
 
     def conditions(self) -> dict[str, Any]:

@@ -21,6 +21,12 @@ CLOCK_SAG = 0.9
 MAX_ATTEMPTS = 3
 
 
+def clock_sagged(conditions: dict[str, Any], clocks: list[float]) -> bool:
+    """Whether the SM clock read after a round fell below CLOCK_SAG × the run's median so far."""
+    sm = conditions.get("sm_clock_mhz")
+    return sm is not None and bool(clocks) and sm < CLOCK_SAG * sorted(clocks)[len(clocks) // 2]
+
+
 def orders_of(ctx: CaseContext, captured: Captured) -> list[list[int]]:
     """Leg order (indices into ``captured.timed``) for rounds 0 … R; round 0 is the burn-in."""
     return round_orders(len(captured.timed), ctx.run.rounds + 1, ctx.run.seed + ctx.case_index)
@@ -64,7 +70,7 @@ def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) ->
         timer.replay((li, k))
         sync(ctx.device)
         res = compare(w.outputs(ctx.states[k]), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
-        rows.append(check_row(ctx, leg, r, k, res))
+        rows.append(check_row(ctx.case.name, leg.name, r, k, res))
         if not res.passed:
             emit(event="race", case=ctx.case.name, leg=leg.name, round=r, detail=res.detail)
     return rows
@@ -84,8 +90,7 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
         for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
             times = timer.time_round(items, captured.samples)
             cond = timer.round_conditions()
-            sm = cond.get("sm_clock_mhz")
-            if sm is None or not clocks or sm >= CLOCK_SAG * sorted(clocks)[len(clocks) // 2]:
+            if not clock_sagged(cond, clocks):
                 break
         if cond.get("sm_clock_mhz") is not None:
             clocks.append(cond["sm_clock_mhz"])
