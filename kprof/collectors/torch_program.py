@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kprof.collectors import ProgramCollector
+from kprof.collectors import ProgramCollector, torch_wrap
 from kprof.errors import KprofInputError
 
 
@@ -20,7 +20,7 @@ def check(program: Sequence[str]) -> None:
 def run(program: Sequence[str], out_dir: Path, tag: str, env: Mapping[str, str], cwd: Path | None = None) -> Path:
     path = out_dir / f"{tag}.pt.trace.json.gz"
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "kprof.collectors.torch_wrap", str(path), *program[1:]]
+    cmd = [sys.executable, str(Path(torch_wrap.__file__)), str(path), *program[1:]]
     done = subprocess.run(cmd, env=dict(env), cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
