@@ -124,3 +124,27 @@ def test_program_run_with_arbitrary_names_and_a_kernel_one_leg_lacks(tmp_path: P
     assert extra_row["leg"] == "slow" and extra_row["verdict"] == "NO BASELINE" and extra_row["time_us"] > 0
     md = render_markdown(run_document(report))
     assert "| slow |" in md and "the baseline has none" in md
+
+
+@pytest.mark.parametrize("damage", [b"", b"PAR1 truncated", b"not parquet at all"])
+def test_a_damaged_part_is_skipped_with_a_warning_and_the_rest_reported(tmp_path: Path, damage: bytes) -> None:
+    legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("b (A/A)", roles=frozenset({Role.AA}), replica=1)]
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: 0.0, rounds=12)
+    broken = folder.part_path("samples", 0, 7)
+    broken.write_bytes(damage)
+    report = analyse_run(folder.root)
+    assert report.summaries["c"].rounds == 11  # every intact timed round
+    assert len(report.warnings) == 1 and str(broken) in report.warnings[0]
+    assert "skipped a damaged part" in render_markdown(run_document(report))
+    with pytest.raises(KprofInputError, match="c000-r0007"):
+        folder.read("samples")  # a plain read still refuses it, naming the part
+
+
+def test_a_part_with_unrelated_columns_is_named(tmp_path: Path) -> None:
+    legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("b (A/A)", roles=frozenset({Role.AA}), replica=1)]
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: 0.0, rounds=8)
+    import pandas as pd
+
+    pd.DataFrame({"x": [1]}).to_parquet(folder.part_path("samples", 0, 3))
+    report = analyse_run(folder.root)
+    assert "no column case" in report.warnings[0] and report.summaries["c"].rounds == 7

@@ -33,6 +33,7 @@ class RunReport:
     calibration: pd.DataFrame
     sign_rule: pd.DataFrame
     kernel_effects: pd.DataFrame
+    warnings: list[str]  # damaged parts left out (every intact round is still reported)
 
 
 def no_rounds_message(run: Run) -> str:
@@ -46,12 +47,12 @@ def no_rounds_message(run: Run) -> str:
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     folder = RunFolder(root)
     run = folder.read_run()
-    samples = folder.read("samples")
+    samples = folder.read("samples", skip_damaged=True)
     if samples.empty:
         raise KprofInputError(root, no_rounds_message(run))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct
     effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call)
-    kernels = folder.read("kernels")
+    kernels = folder.read("kernels", skip_damaged=True)
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
         as_samples = kernels.assign(
@@ -67,11 +68,12 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         samples,
         effects,
         summaries,
-        folder.read("checks"),
-        folder.read("compile"),
+        folder.read("checks", skip_damaged=True),
+        folder.read("compile", skip_damaged=True),
         calibration_table(samples, effects, run.legs),
         sign_rule(samples, run.legs),
         kernel_effects,
+        [f"skipped a damaged part: {s}" for s in folder.skipped],
     )
 
 

@@ -114,6 +114,8 @@ def attribution_document(result: Attribution) -> Document:
         doc.text(aa_line(s))
     for line, style in status_lines(run):
         doc.text(line, style)
+    for warning in result.run.warnings:
+        doc.text(warning, "warning")
     doc.data = {
         "workload": run.workload_name,
         "timer": run.timer_label,

@@ -198,6 +198,8 @@ def run_document(report: RunReport) -> Document:
         doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case))))
     for line, style in status_lines(run):
         doc.text(line, style)
+    for warning in report.warnings:
+        doc.text(warning, "warning")
     if len(report.kernel_effects):
         doc.table(_kernel_breakdown(report.kernel_effects))
     if len(report.calibration):
@@ -236,4 +238,5 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "kernels": records(report.kernel_effects),
         "calibration": records(report.calibration),
         "case_status": {k: v.record() for k, v in run.case_status.items()},
+        "warnings": report.warnings,
     }

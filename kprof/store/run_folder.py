@@ -29,6 +29,7 @@ def is_run_folder(path: Path) -> bool:
 class RunFolder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.skipped: list[str] = []  # damaged parts left out of the last reads, with why
 
     @property
     def meta_path(self) -> Path:
@@ -76,7 +77,10 @@ class RunFolder:
     def write_part(self, table: str, case_index: int, round_index: int | None, frame: pd.DataFrame) -> None:
         write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index))
 
-    def read(self, table: str) -> pd.DataFrame:
+    def read(self, table: str, skip_damaged: bool = False) -> pd.DataFrame:
+        """Every part of ``table``. A part that cannot be read (truncated, not parquet, unrelated
+        columns) is a one-line error naming it, or, with ``skip_damaged``, left out and recorded in
+        ``skipped`` so the rounds that are intact are still reported."""
         assert table in TABLES, table
         folder = self.root / table
         parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
@@ -84,9 +88,13 @@ class RunFolder:
         for p in parts:
             try:
                 frame = pq.read_table(p).to_pandas()
-            except (OSError, pa.ArrowException) as e:
-                raise KprofInputError(p, f"not a readable parquet part ({e})") from None
-            check_columns(table, frame, str(p))
+                check_columns(table, frame, str(p))
+            except (OSError, pa.ArrowException, KprofInputError) as e:
+                reason = e.problem if isinstance(e, KprofInputError) else f"not a readable parquet part ({e})"
+                if not skip_damaged:
+                    raise KprofInputError(p, reason) from None
+                self.skipped.append(f"{p}: {reason}")
+                continue
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
