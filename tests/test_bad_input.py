@@ -104,3 +104,21 @@ def test_rocprof_csv_damaged(tmp_path_factory, pos: int, data: bytes, cut: bool)
     path = tmp_path_factory.mktemp("csv") / "run_kernel_trace.csv"
     path.write_bytes(CSV[:pos] if cut else CSV[:pos] + data + CSV[pos + len(data) :])
     _check(path)
+
+
+def test_json_objects_without_trace_events_and_unwritable_outputs_are_one_line_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kprof.cli import app
+
+    runner = CliRunner()
+    for text in ("{}", '{"run_format_version": 2, "legs": []}'):
+        path = tmp_path / "x.json"
+        path.write_text(text)
+        res = runner.invoke(app, ["trace", str(path)])
+        assert res.exit_code == 2 and "without traceEvents" in res.stderr and res.stderr.count("\n") == 1
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    res = runner.invoke(app, ["run", "paged_decode", "--device", "cpu", "--out", str(a_file / "run")])
+    assert res.exit_code == 2 and "cannot hold a run folder" in res.stderr
+    assert not (tmp_path / "runs").exists()

@@ -38,8 +38,11 @@ class RunFolder:
     def create(self, run: Run) -> None:
         if self.meta_path.exists():
             raise KprofInputError(self.root, "already holds a run (use --resume to continue it, or another --out)")
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.write_run(run)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.write_run(run)
+        except OSError as e:
+            raise KprofInputError(self.root, f"cannot hold a run folder ({e.strerror or e})") from None
 
     def read_run(self) -> Run:
         if not self.meta_path.exists():

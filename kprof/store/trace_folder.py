@@ -18,7 +18,13 @@ from kprof.store.atomic import write_parquet, write_text
 def prepare_dir(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise KprofInputError(out, "exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".kprof-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise KprofInputError(out, f"cannot be written ({e.strerror or e})") from None
     return out
 
 

@@ -377,6 +377,8 @@ def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders) 
             del piece
         if array_form is None:
             raise KprofInputError(path, "holds only whitespace")
+        if first and not array_form and _EVENTS_KEY not in buf:
+            raise KprofInputError(path, "a JSON object without traceEvents: not a Kineto trace")
         opening = b"" if first else (b"[" if array_form else b'{"traceEvents":[')
         _finish(path, collector, opening + buf, array_form, recover, dec)
 
