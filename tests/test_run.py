@@ -108,10 +108,11 @@ def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
     assert row["requested_pct"] == 50
     legs = {r["leg"]: r for r in out["legs"]}
     reference = next(r for r in out["legs"] if r["verdict"] == "REFERENCE")
-    # the spin alone lasts about half the reference's time (it is sized from the warm-up time)
-    assert 0.25 * reference["time_us"] < row["spin_us"] < 1.0 * reference["time_us"]
+    # the spin alone lasts about half the reference's time (it is sized from one warm-up call, so
+    # on a busy CPU it can come out longer or shorter)
+    assert 0.25 * reference["time_us"] < row["spin_us"] < 1.5 * reference["time_us"]
     # planted effect = t_ref / (t_ref + t_spin) − 1: about −33% for a 50% delay
-    assert -45 < row["planted_effect_pct"] < -15
+    assert -60 < row["planted_effect_pct"] < -15
     assert abs(row["recovered_pct"] - row["planted_effect_pct"]) < 12
     assert row["ci_low_pct"] <= row["recovered_pct"] <= row["ci_high_pct"]
     assert row["ci_high_pct"] < 0  # resolved as slower (at 6 rounds BH may still leave it UNRESOLVED)

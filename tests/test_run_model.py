@@ -148,3 +148,14 @@ def test_a_part_with_unrelated_columns_is_named(tmp_path: Path) -> None:
     pd.DataFrame({"x": [1]}).to_parquet(folder.part_path("samples", 0, 3))
     report = analyse_run(folder.root)
     assert "no column case" in report.warnings[0] and report.summaries["c"].rounds == 7
+
+
+def test_a_run_folder_is_held_by_one_process(tmp_path: Path) -> None:
+    from kprof.engine.parent import execute
+
+    legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("b (A/A)", roles=frozenset({Role.AA}), replica=1)]
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: 0.0, rounds=6)
+    with folder.lock(), pytest.raises(KprofInputError, match="another kprof process"):
+        execute(RunFolder(folder.root), lambda event: None)
+    with folder.lock():  # released: it can be taken again
+        pass

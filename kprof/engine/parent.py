@@ -24,38 +24,37 @@ def _worker_env(device: str) -> dict[str, str]:
 
 
 def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
-    """Run every unfinished case; a worker that dies loses only the leg it was running."""
-    run = folder.read_run()
-    if run.kind == "program":
-        from kprof.engine.program import execute_program
+    """Run every case not done yet (a failed one is tried again); a worker that dies loses only the
+    leg it was running. One kprof process at a time per folder (an OS lock)."""
+    with folder.lock():
+        run = folder.read_run()
+        if run.kind == "program":
+            from kprof.engine.program import execute_program
 
-        execute_program(folder, on_event)
-        return
-    if any(leg.revision for leg in run.legs):
-        execute_hosted(folder, on_event)
-        return
+            execute_program(folder, on_event)
+        elif any(leg.revision for leg in run.legs):
+            execute_hosted(folder, on_event)
+        else:
+            _execute_workers(folder, on_event)
+
+
+def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    run = folder.read_run()
     env = _worker_env(run.device)
     baseline = run.baseline.name
     for index, case in enumerate(run.case_names):
         status = run.status(case)
-        if status.finished:
+        if status.status == "done":
             continue
+        if status.status == "failed":
+            folder.update_case(case, status="", reason="")
         skip = sorted(status.crashed_legs)
         for _ in range(MAX_RESTARTS + 1):
-            cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip)]
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                try:
-                    on_event(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-            stderr = proc.stderr.read() if proc.stderr else ""
-            if proc.wait() == 0:
+            code, reason = _worker(folder, index, skip, env, on_event)
+            if code == 0:
                 break
             progress = folder.root / f".progress-c{index:03d}.json"
             where = json.loads(progress.read_text()) if progress.exists() else {}
-            reason = (stderr.strip().splitlines() or ["worker exited"])[-1]
             leg = where.get("leg")
             if where.get("step") in SETUP_STEPS and leg and leg != baseline:
                 skip.append(leg)
@@ -67,13 +66,38 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             break
 
 
+def _worker(
+    folder: RunFolder, index: int, skip: list[str], env: dict[str, str], on_event: Callable[[Event], None]
+) -> tuple[int, str]:
+    """One worker process for case ``index``: its events as they come, its exit code and the last
+    line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too."""
+    cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip)]
+    log = folder.root / f".worker-c{index:03d}.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                try:
+                    on_event(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+            code = proc.wait()
+        except BaseException:  # Ctrl-C or a kill of the parent: no orphan worker runs on
+            proc.kill()
+            proc.wait()
+            raise
+    lines = log.read_text(errors="replace").strip().splitlines()
+    return code, (lines or ["worker exited"])[-1]
+
+
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted)."""
     from kprof.engine.hosted import HostDied, run_hosted_case
 
     run = folder.read_run()
     for index, case in enumerate(run.case_names):
-        if run.status(case).finished:
+        if run.status(case).status == "done":
             continue
         try:
             run_hosted_case(folder, index, on_event)

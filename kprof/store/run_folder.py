@@ -7,6 +7,8 @@ Any parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,22 @@ class RunFolder:
                 status.extra[key] = value
         self.write_run(run)
         return status
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder for one kprof process: a second run or --resume on it is refused at once
+        (an OS lock, released when the process ends, however it ends)."""
+        import fcntl
+
+        with (self.root / ".lock").open("w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise KprofInputError(self.root, "is being run by another kprof process (one at a time)") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def part_path(self, table: str, case_index: int, round_index: int | None) -> Path:
         suffix = "pre" if round_index is None else f"r{round_index:04d}"
