@@ -150,31 +150,48 @@ def kernels(
 
 
 def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
+    """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
+    logs), then render the report. Ctrl-C keeps every finished round and says how to resume."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.run import run_and_analyse, total_rounds
-    from kprof.engine.events import sentence
+    from kprof.engine.events import phase, sentence
     from kprof.report.run_report import run_document
 
     err = Console(stderr=True)
-    with Progress(
+    progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeRemainingColumn(),
         console=err,
         transient=fmt.value != "table",
-    ) as progress:
-        task = progress.add_task("rounds", total=total_rounds(folder))
+        disable=not err.is_terminal,
+    )
+    try:
+        with progress:
+            task = progress.add_task("rounds", total=total_rounds(folder))
 
-        def on_event(event: dict[str, Any]) -> None:
-            if event.get("event") == "round":
-                progress.advance(task)
-                progress.update(task, description=f"{event['case']} round {event['round']}/{event['rounds']}")
-            elif (text := sentence(event)) is not None:
-                progress.console.print(f"[yellow]{text}[/yellow]")
+            def on_event(event: dict[str, Any]) -> None:
+                kind = event.get("event")
+                if kind == "round":
+                    progress.advance(task)
+                    where = f"{event['case']} round {event['round']}/{event['rounds']}"
+                    progress.update(task, description=where)
+                    if not err.is_terminal:
+                        err.print(where, highlight=False)
+                elif kind == "phase":
+                    progress.update(task, description=phase(event))
+                    if not err.is_terminal:
+                        err.print(phase(event), highlight=False)
+                elif (text := sentence(event)) is not None:
+                    err.print(f"[yellow]{text}[/yellow]")
 
-        report = run_and_analyse(folder, on_event)
+            report = run_and_analyse(folder, on_event)
+    except KeyboardInterrupt:
+        root = folder.root
+        err.print(f"interrupted: every finished round is in {root}; continue with kprof run --out {root} --resume")
+        raise typer.Exit(130) from None
     err.print(f"run stored in {folder.root}")
     if not quiet:
         _write(run_document(report), fmt)

@@ -42,6 +42,10 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
+    # not a terminal (as in CI logs): each phase and each round is a plain line on stderr
+    lines = res.stderr.splitlines()
+    assert any(line.endswith("correctness gate · baseline (A/A)") for line in lines)
+    assert [line.split()[-1] for line in lines if " round " in line] == [f"{r}/6" for r in range(7)]
     report = json.loads(res.stdout)
     assert report["timer"].startswith(TIMER)
     legs = {row["leg"]: row for row in report["legs"]}

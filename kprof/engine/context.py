@@ -69,9 +69,12 @@ class CaseContext:
         return next(i for i, leg in enumerate(self.legs) if leg.has(Role.BASELINE))
 
     def at(self, step: str, leg: str | None = None) -> None:
-        """Where the worker is: the parent reads it when the worker dies (which leg to drop)."""
+        """Where the worker is: the parent reads it when the worker dies (which leg to drop), and
+        the display shows it (setup and the gate take minutes on a CPU)."""
         progress = self.folder.root / f".progress-c{self.case_index:03d}.json"
         progress.write_text(json.dumps({"step": step, "leg": leg}))
+        if step != "round":
+            emit(event="phase", case=self.case.name, step=step, leg=leg)
 
     def done(self) -> None:
         (self.folder.root / f".progress-c{self.case_index:03d}.json").unlink(missing_ok=True)

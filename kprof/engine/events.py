@@ -6,6 +6,22 @@ from typing import Any
 
 Event = dict[str, Any]
 
+PHASES = {
+    "setup": "setting up buffers",
+    "baseline": "correctness gate: baseline",
+    "check": "correctness gate",
+    "capture": "capturing",
+    "warmup": "warming up",
+    "profile": "profiling the rounds",
+}
+
+
+def phase(event: Event) -> str:
+    """A worker's phase in words (``case: correctness gate · leg``)."""
+    what = PHASES.get(event.get("step", ""), event.get("step", ""))
+    leg = event.get("leg")
+    return f"{event.get('case')}: {what}" + (f" · {leg}" if leg and event.get("step") in ("check", "capture") else "")
+
 
 def sentence(event: Event) -> str | None:
     """What to tell the user about an event (None: progress only, nothing to print)."""
