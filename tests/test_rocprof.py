@@ -193,3 +193,16 @@ def test_legacy_rocprof_v1_results_csv(tmp_path: Path) -> None:
     assert k["short_name"] == "__omp_offloading_fd00_5871764_main_l19"
     assert int(k["dur_ns"]) == 1920 and int(k["device"]) == 2
     assert int(k["grid_x"]) == 1 and int(k["block_x"]) == 256 and int(k["registers"]) == 4
+
+
+def test_out_of_range_and_backwards_timestamps(tmp_path: Path) -> None:
+    header = "Kind,Agent_Id,Queue_Id,Kernel_Name,Start_Timestamp,End_Timestamp"
+    huge = tmp_path / "huge_kernel_trace.csv"
+    huge.write_text(f"{header}\nKERNEL_DISPATCH,1,1,k,1,99999999999999999999999\n")
+    with pytest.raises(KprofInputError, match="End_Timestamp on line 2 is not an integer of 64 bits"):
+        load_trace(huge)
+    backwards = tmp_path / "back_kernel_trace.csv"
+    backwards.write_text(f"{header}\nKERNEL_DISPATCH,1,1,k,200,100\nKERNEL_DISPATCH,1,1,k,300,400\n")
+    t = load_trace(backwards)
+    assert list(t.events["dur_ns"]) == [0, 100]
+    assert any("1 kernels end before they start" in w for w in t.warnings)

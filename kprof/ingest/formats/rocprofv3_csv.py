@@ -86,6 +86,10 @@ def _ints(series: pd.Series | None, path: Path, what: str, required: bool = Fals
     if required and values.isna().any():
         row = int(np.flatnonzero(values.isna().to_numpy())[0]) + 2
         raise KprofInputError(path, f"{what} is not a number on line {row}")
+    bad = values.notna() & ((values.abs() >= 2**63) | (values != values.round()))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0]) + 2
+        raise KprofInputError(path, f"{what} on line {row} is not an integer of 64 bits")
     return values.astype("Int64")
 
 
@@ -131,6 +135,9 @@ def load_csv(path: Path, rank: int) -> Trace:
             if grid is not None:
                 cols[f"grid_{axis}"] = blocks(grid, wg)
     warnings: list[str] = []
+    backwards = int((end < start).sum())
+    if backwards:
+        warnings.append(f"{backwards} kernels end before they start: counted as 0 µs")
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
         api = _read_csv(hip)
