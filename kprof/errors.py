@@ -11,4 +11,4 @@ class KprofInputError(Exception):
     def __init__(self, where: str | Path, problem: str):
         self.where = str(where)
         self.problem = " ".join(problem.split())  # one line, whatever a library's message held
-        super().__init__(f"{self.where}: {problem}")
+        super().__init__(f"{self.where}: {self.problem}")

@@ -48,7 +48,6 @@ def _mutate(folder: Path, which: int, how: int, where: float, data: bytes) -> st
     return f"{kind} {target.relative_to(folder)}"
 
 
-@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     which=st.integers(0, 10_000),
@@ -81,9 +80,10 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
             assert legs and all(r["rounds"] >= 7 for r in legs if r["verdict"] != "REFERENCE"), what
 
 
-@pytest.mark.slow
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged folders the fuzz test tried (it runs first in this file)."""
+    if not TRIED:
+        pytest.skip("the fuzz test did not run in this session")
     with capsys.disabled():
         print(f"\nrun-folder fuzz: {len(TRIED)} damaged folders tried, no traceback")
     assert len(TRIED) >= 60
