@@ -91,3 +91,28 @@ def test_busy_counts_overlapping_streams_once(tmp_path: Path) -> None:
     step = tables.steps.iloc[0]
     assert step["span_us"] == 70.0 and step["busy_us"] == 70.0 and step["kernel_us"] == 100.0
     assert step["idle_us"] == 0.0
+
+
+def test_unnumbered_step_ranges_are_numbered_in_time_order(tmp_path: Path) -> None:
+    """A file that lists its --steps ranges last first (as one real trace does): the warm-up step
+    (number 0) is still the earliest."""
+    events = [
+        _x("user_annotation", "graph", 200, 100),
+        _x("user_annotation", "graph", 0, 100),
+        _launch(10, 1),
+        _kernel("first", 20, 10, 1),
+        _launch(210, 2),
+        _kernel("second", 220, 10, 2),
+    ]
+    trace, tables = _load(tmp_path, events, steps="^graph$")
+    assert trace.events.set_index("name")["step"].to_dict() == {"first": 0, "second": 1}
+    assert tables.steps["warmup"].tolist() == [True, False]
+
+
+def test_reverse_ordered_ranges_of_a_real_trace() -> None:
+    from conftest import real
+
+    path = real("tracelens_xdit_sd35_rank0.json.gz")
+    trace = load_trace(path, step_pattern="CompiledFxGraph")
+    steps = trace.events.dropna(subset=["step"]).groupby("step")["start_ns"].min()
+    assert steps.is_monotonic_increasing  # step numbers follow time

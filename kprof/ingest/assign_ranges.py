@@ -29,12 +29,16 @@ def compile_step_pattern(pattern: str | None) -> re.Pattern[str]:
         raise KprofInputError("--steps", f"not a valid regular expression ({e})") from None
 
 
-def _step_numbers(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """``ProfilerStep#7`` → 7; ranges without a numeric group are numbered in time order."""
-    groups = [m.group(1) if m and m.groups() else None for m in map(pattern.search, names)]
+def _step_numbers(ranges: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
+    """``ProfilerStep#7`` → 7; ranges without a numeric group are numbered in time order (files may
+    list them in any order: one writes them last first)."""
+    groups = [m.group(1) if m and m.groups() else None for m in map(pattern.search, ranges["name"])]
     if all(g is not None and g.isdigit() for g in groups):
         return np.array([int(g) for g in groups], dtype=np.int64)
-    return np.arange(len(names), dtype=np.int64)
+    order = np.argsort(ranges["start_ns"].to_numpy("int64"), kind="stable")
+    numbers = np.empty(len(order), dtype=np.int64)
+    numbers[order] = np.arange(len(order))
+    return numbers
 
 
 def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +99,7 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
     else:
         chosen, source = steps, "none"
     if len(chosen):
-        numbers = _step_numbers(chosen["name"], pattern)
+        numbers = _step_numbers(chosen, pattern)
         trace.events["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
         trace.events.loc[step_idx < 0, "step"] = pd.NA
     trace.meta["step_source"] = source
