@@ -50,8 +50,15 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     assert report["timer"].startswith(TIMER)
     legs = {row["leg"]: row for row in report["legs"]}
     assert set(legs) == {"baseline", "all", "plain PyTorch", "baseline (A/A)"}
-    for row in legs.values():
-        assert row["verdict"] in {"REFERENCE", "FASTER", "SLOWER", "SAME", "UNRESOLVED"}
+    # BIASED: the host clock's A/A interval can exclude 0 on a busy CPU, and then nothing is quoted
+    biased = report["aa"][0]["verdict"] == "BIASED"
+    for name, row in legs.items():
+        allowed = (
+            {"REFERENCE", "BIASED"}
+            if biased and "A/A" not in name
+            else {"REFERENCE", "FASTER", "SLOWER", "SAME", "UNRESOLVED"}
+        )
+        assert row["verdict"] in allowed, (name, row["verdict"])
         assert row["ci_low_pct"] <= row["effect_pct"] <= row["ci_high_pct"]
     assert report["aa"] and report["aa"][0]["case"].startswith("b2")
     samples = RunStore(out).read("samples")
