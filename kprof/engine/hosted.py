@@ -19,12 +19,13 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.correctness import CheckResult, Rule, compare
+from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
 from kprof.engine.events import Event
 from kprof.engine.gate import check_row
 from kprof.engine.leg_host import outputs_path
-from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged
+from kprof.engine.parent import last_line
+from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged, sample_rows, store_round
 from kprof.engine.schedule import round_orders
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
@@ -41,9 +42,13 @@ class Host:
     def __init__(self, folder: RunFolder, run: Run, case_index: int, key: str) -> None:
         env = revision_env(run, key)
         cmd = [sys.executable, "-m", "kprof.engine.leg_host", str(folder.root), str(case_index), key]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
+        # stderr to a file, not a pipe: a host that writes much there (a compiler) must never block
+        safe = "".join(c if c.isalnum() else "_" for c in key)
+        self.log = folder.root / f".host-c{case_index:03d}-{safe}.log"
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env
+            )
         self.key = key
 
     def ready(self) -> None:
@@ -54,8 +59,8 @@ class Host:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise HostDied((err.strip().splitlines() or ["the leg host exited"])[-1])
+            self.proc.wait()
+            raise HostDied(last_line(self.log, "the leg host exited"))
         return json.loads(line)
 
     def ask(self, op: str, **args: Any) -> dict[str, Any]:
@@ -84,15 +89,6 @@ def _load(path: Path) -> dict[str, Any]:
     import torch
 
     return torch.load(path, map_location="cpu")
-
-
-def cross_revision_check(folder: RunFolder, run: Run, case_index: int, leg: Leg, k: int, rtol: float) -> CheckResult:
-    """A leg's outputs on buffer set k against the baseline revision's (tolerance rule) and, on the
-    first set, against the float64 reference."""
-    mine = _load(outputs_path(folder, case_index, leg.name, k))
-    base = _load(outputs_path(folder, case_index, run.baseline.name, k))
-    ref = _load(outputs_path(folder, case_index, "reference", 0)) if k == 0 else None
-    return compare(mine, base, ref, Rule("tolerance", rtol=rtol), rtol)
 
 
 def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Event], None]) -> None:
@@ -180,11 +176,16 @@ class HostedCase:
                 for i, x in enumerate(xs)
             ]
         checks, changed = [], {}
+        # Each revision's outputs against the baseline revision's under the workload's float64
+        # tolerance and, on the first set, against the reference; the baseline's are read once.
+        rule, rtol = Rule("tolerance", rtol=self.run.reference_rtol), self.run.reference_rtol
+        base = [self._saved(self.run.baseline.name, k) for k in range(self.sets)]
+        ref = self._saved("reference", 0)
         for leg in self.run.legs:
             if leg.name in self.failed or leg.has(Role.BASELINE) or not leg.revision:
                 continue
             for k in range(self.sets):
-                res = cross_revision_check(self.folder, self.run, self.case_index, leg, k, self.run.reference_rtol)
+                res = compare(self._saved(leg.name, k), base[k], ref if k == 0 else None, rule, rtol)
                 checks.append(check_row(self.case, leg.name, -1, k, res))
                 if not res.passed:
                     if self.run.allow_changed_outputs:
@@ -197,55 +198,33 @@ class HostedCase:
             self.folder.write_part("launches", self.case_index, None, pd.DataFrame(launches))
         return changed
 
+    def _saved(self, leg: str, k: int) -> dict[str, Any]:
+        return _load(outputs_path(self.folder, self.case_index, leg, k))
+
     def rounds(self, timed: list[Leg], samples: int) -> None:
-        folder, run, case_index, case, hosts, base_key, sets, on_event = (
-            self.folder,
-            self.run,
-            self.case_index,
-            self.case,
-            self.hosts,
-            self.base_key,
-            self.sets,
-            self.on_event,
-        )
-        done = set(folder.finished_rounds(case_index))
+        """Interleaved timed rounds, one leg at a time from its host; each round on disk before the next."""
+        run, case, base = self.run, self.case, self.hosts[self.base_key]
+        done = set(self.folder.finished_rounds(self.case_index))
         clocks: list[float] = []
-        for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + case_index)):
+        for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + self.case_index)):
             if r in done:
                 continue
-            k = r % sets
+            k = r % self.sets
             for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
                 rows = []
                 for slot, i in enumerate(order):
                     leg = timed[i]
-                    times = hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)["times"][0]
-                    rows += [
-                        dict(
-                            case=case,
-                            leg=leg.name,
-                            round=r,
-                            sample=j,
-                            buffer_set=k,
-                            slot=slot,
-                            time_ns=float(t),
-                            timer=run.timer,
-                            burn_in=r == 0,
-                        )
-                        for j, t in enumerate(times)
-                    ]
-                cond = hosts[base_key].ask("conditions")["conditions"]
+                    times = self.hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)
+                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], run.timer or "")
+                cond = base.ask("conditions")["conditions"]
                 if not clock_sagged(cond, clocks):
                     break
             if cond.get("sm_clock_mhz") is not None:
                 clocks.append(cond["sm_clock_mhz"])
             checks = []
-            for key, host in hosts.items():
+            for key, host in self.hosts.items():
                 mine = [[leg.name, k] for leg in timed if leg.revision == key]
                 if mine:
                     checks += host.ask("race", items=mine, r=r)["rows"]
-            folder.write_part("samples", case_index, r, pd.DataFrame(rows))
-            folder.write_part(
-                "rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **cond)])
-            )
-            folder.write_part("checks", case_index, r, pd.DataFrame(checks))
-            on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})
+            store_round(self.folder, self.case_index, case, r, rows, attempt, cond, checks)
+            self.on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from kprof.engine.events import Event
 from kprof.store.run_folder import RunFolder
@@ -87,8 +88,13 @@ def _worker(
             proc.kill()
             proc.wait()
             raise
-    lines = log.read_text(errors="replace").strip().splitlines()
-    return code, (lines or ["worker exited"])[-1]
+    return code, last_line(log, "worker exited")
+
+
+def last_line(log: Path, default: str) -> str:
+    """The last line a child process wrote to its log (its error, when it died)."""
+    lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+    return lines[-1] if lines else default
 
 
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:

@@ -16,6 +16,7 @@ from kprof.engine.context import CaseContext, Item, emit
 from kprof.engine.gate import GateResult, check_row, sync
 from kprof.engine.schedule import round_orders
 from kprof.run_model import SPIN_PARAM
+from kprof.store.run_folder import RunFolder
 
 CLOCK_SAG = 0.9
 MAX_ATTEMPTS = 3
@@ -36,24 +37,38 @@ def round_items(ctx: CaseContext, captured: Captured, order: list[int], r: int) 
     return [(captured.timed[i], ctx.buffer_set(captured.timed[i], r)) for i in order]
 
 
-def _sample_rows(ctx: CaseContext, items: list[Item], times: dict[Item, list[float]], r: int) -> list[dict[str, Any]]:
-    timer = ctx.timer
-    assert timer is not None
+def sample_rows(case: str, leg: str, r: int, k: int, slot: int, times: list[float], timer: str) -> list[dict[str, Any]]:
+    """One leg's cold samples of round r as rows of the samples table."""
     return [
         dict(
-            case=ctx.case.name,
-            leg=ctx.legs[item[0]].name,
+            case=case,
+            leg=leg,
             round=r,
             sample=i,
-            buffer_set=item[1],
+            buffer_set=k,
             slot=slot,
             time_ns=float(t),
-            timer=timer.label,
+            timer=timer,
             burn_in=r == 0,
         )
-        for slot, item in enumerate(items)
-        for i, t in enumerate(times[item])
+        for i, t in enumerate(times)
     ]
+
+
+def store_round(
+    folder: RunFolder,
+    case_index: int,
+    case: str,
+    r: int,
+    samples: list[dict[str, Any]],
+    attempt: int,
+    conditions: dict[str, Any],
+    checks: list[dict[str, Any]],
+) -> None:
+    """A finished round on disk: its samples, the clock readings (with the attempt) and race checks."""
+    folder.write_part("samples", case_index, r, pd.DataFrame(samples))
+    folder.write_part("rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **conditions)]))
+    folder.write_part("checks", case_index, r, pd.DataFrame(checks))
 
 
 def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
@@ -95,9 +110,10 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
         if cond.get("sm_clock_mhz") is not None:
             clocks.append(cond["sm_clock_mhz"])
         checks = race_check(ctx, gate, items, r)
-        ctx.folder.write_part("samples", ctx.case_index, r, pd.DataFrame(_sample_rows(ctx, items, times, r)))
-        ctx.folder.write_part(
-            "rounds", ctx.case_index, r, pd.DataFrame([dict(case=ctx.case.name, round=r, attempt=attempt, **cond)])
-        )
-        ctx.folder.write_part("checks", ctx.case_index, r, pd.DataFrame(checks))
+        rows = [
+            row
+            for slot, (li, k) in enumerate(items)
+            for row in sample_rows(ctx.case.name, ctx.legs[li].name, r, k, slot, times[(li, k)], timer.label)
+        ]
+        store_round(ctx.folder, ctx.case_index, ctx.case.name, r, rows, attempt, cond, checks)
         emit(event="round", case=ctx.case.name, round=r, rounds=rounds)
