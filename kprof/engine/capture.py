@@ -12,6 +12,7 @@ from kprof.engine.context import CaseContext, Item
 from kprof.engine.gate import GateResult
 from kprof.engine.planting import spin, with_spin
 from kprof.run_model import PLANT
+from kprof.timer import Timer
 
 WARMUP_SECONDS = 0.2
 ESTIMATE = "estimate"  # the item that times the baseline's bare work when the baseline is planted
@@ -34,6 +35,18 @@ def samples_per_round(t_est_ns: float, device: str, requested: int | None) -> in
     return int(min(100, max(10, math.ceil(2e6 / max(t_est_ns, 1.0)))))
 
 
+def warm_up(timer: Timer, items: list[Item], device: str) -> dict[Item, list[float]]:
+    """Interleaved single replays of ``items`` for WARMUP_SECONDS on a GPU (clocks up from idle);
+    the last round's times, one per item, estimate each item's length."""
+    if not items:
+        return {}
+    t_end = time.perf_counter() + (WARMUP_SECONDS if device != "cpu" else 0.0)
+    est = timer.time_round(items, 1)
+    while time.perf_counter() < t_end:
+        est = timer.time_round(items, 1)
+    return est
+
+
 def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     timer = ctx.timer
     assert timer is not None
@@ -53,10 +66,7 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     if base_li not in plain:
         timer.prepare(estimate_item, gate.fns[base_item])
     first = [(li, ctx.buffer_set(li, 0)) for li in plain] + ([] if base_li in plain else [estimate_item])
-    t_end = time.perf_counter() + (WARMUP_SECONDS if ctx.device != "cpu" else 0.0)
-    est = timer.time_round(first, 1)
-    while time.perf_counter() < t_end:
-        est = timer.time_round(first, 1)
+    est = warm_up(timer, first, ctx.device)
     t_base = est[estimate_item][0]
 
     # Planted legs: the leg's work plus a spin sized from the baseline's warm-up time; spins alone.

@@ -15,12 +15,11 @@ import importlib
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from kprof.correctness import Rule, compare, poison
-from kprof.engine.capture import WARMUP_SECONDS
+from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import check_row, sync
 from kprof.launches import recording
@@ -113,11 +112,7 @@ class LegHost:
         self.fns = {item: fn for item, fn in self.fns.items() if item[0] in kept}
         for item, fn in self.fns.items():
             timer.prepare(item, fn)
-        first = [item for item in self.fns if item[1] == 0]
-        est = timer.time_round(first, 1) if first else {}
-        t_end = time.perf_counter() + (WARMUP_SECONDS if self.ctx.device != "cpu" else 0.0)
-        while first and time.perf_counter() < t_end:
-            est = timer.time_round(first, 1)
+        est = warm_up(timer, [item for item in self.fns if item[1] == 0], self.ctx.device)
         return {"t_ns": {self.ctx.legs[li].name: v[0] for (li, _), v in est.items()}}
 
     def time(self, items: list[list[Any]], samples: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
 from kprof.errors import KprofInputError
-from kprof.run_model import CaseRecord, FeatureRecord, Leg, RevisionTree, Run
+from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
 
@@ -99,9 +99,10 @@ def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | 
     )
 
 
-def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], dict[str, RevisionTree], Run]:
-    """The legs and trees of a revision run, and the workload as the baseline revision defines it
-    (a bundled family by name, from the running kprof; a file, from the baseline's tree)."""
+def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], list[FeatureRecord], dict[str, Any]]:
+    """The workload as the baseline revision defines it (a bundled family by name, from the running
+    kprof; a file, from the baseline's tree), the legs, the commits as levers, and the Run fields
+    that describe the revisions (repository, commits, trees)."""
     from kprof.revisions.plan import commit_records, find_repo, revision_legs
 
     repo = find_repo(req.repo, req.workload)
@@ -113,35 +114,27 @@ def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], dict[str, 
     if base_tree.refused or base_tree.path is None:
         raise KprofInputError("--revisions", f"the baseline revision cannot be made: {base_tree.refused}")
     workload = probe or load_workload(str(Path(base_tree.path) / in_tree))
-    info = Run(
-        kind="workload",
-        workload=req.workload,
-        workload_name=workload.name,
-        legs=legs,
-        cases=[],
-        rounds=req.rounds,
-        features=features,
+    fields = dict(
         repo=str(repo.root),
         commits=commit_records(commits),
         revisions=trees,
         workload_in_tree=in_tree,
         allow_changed_outputs=req.allow_changed_outputs,
-        reference_rtol=workload.reference_rtol,
     )
-    return workload, legs, trees, info
+    return workload, legs, features, fields
 
 
 def plan_run(req: RunRequest) -> Run:
     """Check every argument and describe the run; nothing is timed (revision trees are made)."""
     device = req.device or default_device()
     check_device(device)
-    revision_info = None
+    revision_fields: dict[str, Any] = {}
     if req.by_revision:
         if req.plants or req.sweep:
             raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
         if req.collector != "events" or req.buffers != "shared":
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
-        workload, legs, _, revision_info = _revision_workload(req)
+        workload, legs, features, revision_fields = _revision_workload(req)
     else:
         workload = load_workload(req.workload)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
@@ -171,8 +164,7 @@ def plan_run(req: RunRequest) -> Run:
             bad = [v for v in sweep[1] if not workload.sweep(sweep[0]).valid(case, v)]
             if bad:
                 raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
-    if revision_info is not None:
-        features = revision_info.features
+    if req.by_revision:
         design = req.design
     else:
         for name in req.target or ():
@@ -193,7 +185,7 @@ def plan_run(req: RunRequest) -> Run:
                 sweep_baseline=req.sweep_baseline,
             )
             design = req.design
-    run = Run(
+    return Run(
         kind="workload",
         command="kprof " + " ".join(req.argv),
         workload=req.workload,
@@ -217,11 +209,8 @@ def plan_run(req: RunRequest) -> Run:
         versions=versions(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **git_state(),
+        **revision_fields,
     )
-    if revision_info is not None:
-        run.repo, run.commits, run.revisions = revision_info.repo, revision_info.commits, revision_info.revisions
-        run.workload_in_tree, run.allow_changed_outputs = revision_info.workload_in_tree, req.allow_changed_outputs
-    return run
 
 
 def create_run(out: Path | None, req: RunRequest) -> RunFolder:
