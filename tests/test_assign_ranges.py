@@ -116,3 +116,86 @@ def test_reverse_ordered_ranges_of_a_real_trace() -> None:
     trace = load_trace(path, step_pattern="CompiledFxGraph")
     steps = trace.events.dropna(subset=["step"]).groupby("step")["start_ns"].min()
     assert steps.is_monotonic_increasing  # step numbers follow time
+
+
+def test_gpu_annotations_hold_only_their_own_streams_work(tmp_path: Path) -> None:
+    """Kineto writes a gpu_user_annotation on the stream whose work it spans: a kernel of another
+    stream that starts inside it keeps its own stream's annotation (or none)."""
+    events = [
+        _x("gpu_user_annotation", "nccl:all_reduce", 100, 200, pid=0, tid=9),
+        _x("gpu_user_annotation", "gemm", 120, 30, pid=0, tid=7),
+        {**_kernel("allreduce", 100, 200, 1), "tid": 9, "args": {"device": 0, "stream": 9, "correlation": 1}},
+        _kernel("gemm_kernel", 125, 20, 2),
+        _kernel("unannotated", 200, 20, 3),  # stream 7, inside only stream 9's range
+    ]
+    trace, tables = _load(tmp_path, events)
+    annotation = trace.events.set_index("name")["annotation"]
+    assert annotation["allreduce"] == "nccl:all_reduce"
+    assert annotation["gemm_kernel"] == "gemm"
+    assert annotation.isna()["unannotated"]
+    assert tables.annotations.set_index("name").loc["nccl:all_reduce", "calls"] == 1
+
+
+def test_truncated_gpu_step_ranges_fall_back_to_the_launch(tmp_path: Path) -> None:
+    """A GPU ProfilerStep copy far shorter than its step (as ROCm traces have): steps come from the
+    launching call, and the trace says so."""
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 1000),
+        _x("gpu_user_annotation", "ProfilerStep#1", 100, 5, pid=0, tid=7),
+        *[e for i in range(4) for e in (_launch(10 + i, i + 1), _kernel(f"k{i}", 100 + 100 * i, 5, i + 1))],
+    ]
+    trace, _ = _load(tmp_path, events)
+    assert trace.events["step"].tolist() == [1, 1, 1, 1]
+    assert trace.meta["step_source"] == "CPU step range holding the launch (GPU step ranges truncated)"
+    assert any("GPU step ranges cannot be the steps" in w for w in trace.warnings)
+
+
+def test_work_launched_before_the_window_is_in_no_step(tmp_path: Path) -> None:
+    """A kernel without a recorded launch whose correlation id precedes every recorded launch was
+    launched before profiling began: its start inside step 1 must not pull it into step 1."""
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _kernel("early", 5, 10, 3),  # no launch event; correlation 3 < 10
+        _launch(20, 10),
+        _kernel("k", 30, 10, 10),
+        _kernel("lost_launch", 50, 10, 11),  # launch missing but after the window opened: by start
+    ]
+    trace, _ = _load(tmp_path, events)
+    step = trace.events.set_index("name")["step"]
+    assert step.isna()["early"] and step["k"] == 1 and step["lost_launch"] == 1
+    assert trace.meta["launched_before_window"] == 1
+    assert any("launched before the profiling window" in w for w in trace.warnings)
+
+
+def test_real_traces_annotate_per_stream() -> None:
+    """The two real traces where per-device matching let nccl:all_reduce swallow compute kernels."""
+    from conftest import real
+
+    for name, calls, total_us in (
+        ("tracelens_mi300_resnet_act_checkpoint.json.gz", 6, 47_137.038),
+        ("hta_nccl_data.json.gz", 15, 46_762.159),
+    ):
+        events = load_trace(real(name)).events
+        mine = events[events["annotation"] == "nccl:all_reduce"]
+        assert len(mine) == calls, name
+        assert abs(mine["dur_ns"].sum() / 1e3 - total_us) < 1e-3, name
+
+
+def test_real_rocm_traces_with_truncated_gpu_steps() -> None:
+    from conftest import real
+
+    resnet = load_trace(real("tracelens_mi300_resnet_act_checkpoint.json.gz"))
+    assert "GPU step ranges truncated" in resnet.meta["step_source"]
+    assert resnet.events["step"].value_counts().to_dict() == {15: 895, 16: 895, 17: 895}
+    toy = load_trace(real("hta_rocm_mi250_minitoy_train.json.gz"))
+    assert "GPU step ranges truncated" in toy.meta["step_source"]
+    assert toy.events["step"].notna().all()
+
+
+def test_real_trace_with_work_from_before_the_window() -> None:
+    """hta_negative_queue: 872 activities launched before profiling used to swell the first step."""
+    from conftest import real
+
+    trace = load_trace(real("hta_negative_queue_rank0.json.gz"))
+    assert trace.meta["launched_before_window"] == 872
+    assert set(trace.events["step"].value_counts()) == {1375}

@@ -207,6 +207,7 @@ def trace_tables(
         "span_us": span / NS_PER_US,
         "steps": len(steps),
         "step_source": trace.meta.get("step_source"),
+        "launched_before_window": int(trace.meta.get("launched_before_window", 0)),
     }
     return TraceTables(
         rank=int(trace.meta.get("rank", 0)),

@@ -2,10 +2,11 @@
 
 Steps come from ranges whose name matches the step pattern (default ``ProfilerStep#N``). GPU-side
 ranges (``gpu_user_annotation``) are used when the trace has them: a kernel belongs to the range
-its start lies in. Otherwise a kernel belongs to the CPU step range that holds the API call that
-launched it, because the GPU may run step N's work after the CPU has left ``ProfilerStep#N``.
-Annotations follow the same rule, innermost range first, and CPU ranges only match launches made
-on their own thread.
+of its own device and stream that its start lies in. Otherwise (or when the GPU step ranges are
+too short to be the steps) a kernel belongs to the CPU step range that holds the API call that
+launched it, because the GPU may run step N's work after the CPU has left ``ProfilerStep#N``; work
+launched before the profiling window belongs to no step. Annotations follow the same rule,
+innermost range first, and CPU ranges only match launches made on their own thread.
 """
 
 from __future__ import annotations
@@ -50,22 +51,108 @@ def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return points, has_launch
 
 
+def _lane_keys(events: pd.DataFrame, gpu_ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """One int key per (device, stream): Kineto writes a ``gpu_user_annotation`` on the stream (its
+    ``tid``) whose work it spans, so a GPU range may only hold kernels of its own stream."""
+    ev = pd.MultiIndex.from_arrays([events["device"].astype("int64"), events["stream"].fillna(-1).astype("int64")])
+    rg = pd.MultiIndex.from_arrays([gpu_ranges["device"].astype("int64"), gpu_ranges["tid"].astype("int64")])
+    codes, _ = pd.factorize(ev.append(rg))
+    return codes[: len(ev)].astype(np.int64), codes[len(ev) :].astype(np.int64)
+
+
 def _assign(
-    points: np.ndarray, groups_k: np.ndarray, ranges: pd.DataFrame, group_col: str | None, out: np.ndarray
-) -> None:
-    """For each group (device or thread), give each point the value of its innermost range."""
-    keys = [None] if group_col is None else pd.unique(ranges[group_col])
+    points: np.ndarray, groups_k: np.ndarray | None, ranges: pd.DataFrame, groups_r: np.ndarray | None
+) -> np.ndarray:
+    """For each group (lane or thread), the index of each point's innermost range of that group, or -1."""
+    out = np.full(len(points), -1, dtype=np.int64)
+    keys = [None] if groups_r is None else np.unique(groups_r)
     for key in keys:
-        rsel = np.ones(len(ranges), bool) if key is None else (ranges[group_col] == key).to_numpy()
+        rsel = np.ones(len(ranges), bool) if key is None else (groups_r == key)
         ksel = np.ones(len(points), bool) if key is None else (groups_k == key)
-        ksel &= out < 0
         if not rsel.any() or not ksel.any():
             continue
         sub = ranges[rsel]
         idx = innermost_containing(points[ksel], sub["start_ns"].to_numpy("int64"), sub["end_ns"].to_numpy("int64"))
         hit = idx >= 0
-        target = np.flatnonzero(ksel)[hit]
-        out[target] = np.flatnonzero(rsel)[idx[hit]]
+        out[np.flatnonzero(ksel)[hit]] = np.flatnonzero(rsel)[idx[hit]]
+    return out
+
+
+def _launched_before_window(k: pd.DataFrame, has_launch: np.ndarray) -> np.ndarray:
+    """Work whose launch is unknown and whose correlation id precedes every recorded launch: it was
+    launched before the profiler started, so no step (by its start time) may claim it."""
+    corr = k["correlation"].to_numpy("float64", na_value=np.nan)
+    known = corr[has_launch & ~np.isnan(corr)]
+    if not len(known):
+        return np.zeros(len(k), bool)
+    return ~has_launch & (corr < known.min())
+
+
+# Kineto spans a GPU step range over the device work its CPU step launched, so the two hold the
+# same work. GPU step ranges holding less than this share of it are not the steps: ROCm traces have
+# been seen with GPU ProfilerStep copies of 16 µs for 16 ms steps (12 of 3,653 activities in steps),
+# and with one that ends after 8 of the 16 kernels its step launched.
+_GPU_STEP_MIN_SHARE = 0.9
+
+
+def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple[np.ndarray, pd.DataFrame, str]:
+    """Each event's row in the chosen step table (-1: none), that table, and where it came from."""
+    k = trace.events
+    points, has_launch = _kernel_points(k)
+    gpu_steps = steps[steps["domain"] == "gpu"].reset_index(drop=True)
+    cpu_steps = steps[steps["domain"] == "cpu"].reset_index(drop=True)
+    by_launch = np.full(len(k), -1, dtype=np.int64)
+    if len(cpu_steps):
+        by_launch = _assign(points, None, cpu_steps, None)
+        early = _launched_before_window(k, has_launch)
+        by_launch[early] = -1
+        if early.any():
+            trace.meta["launched_before_window"] = int(early.sum())
+            trace.warnings.append(
+                f"{int(early.sum()):,} device activities were launched before the profiling window "
+                "(their correlation ids precede every recorded launch): they belong to no step"
+            )
+    if len(gpu_steps):
+        lanes_k, lanes_r = _lane_keys(k, gpu_steps)
+        by_gpu = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_steps, lanes_r)
+        n_gpu, n_cpu = int((by_gpu >= 0).sum()), int((by_launch >= 0).sum())
+        if not len(cpu_steps) or n_gpu >= _GPU_STEP_MIN_SHARE * n_cpu:
+            return by_gpu, gpu_steps, "GPU step ranges"
+        gpu_us = (gpu_steps["end_ns"] - gpu_steps["start_ns"]).median() / 1e3
+        cpu_us = (cpu_steps["end_ns"] - cpu_steps["start_ns"]).median() / 1e3
+        trace.warnings.append(
+            f"GPU step ranges cannot be the steps (they hold {n_gpu:,} device activities where the CPU "
+            f"step ranges launch {n_cpu:,}; median {gpu_us:,.1f} µs against {cpu_us:,.1f} µs on the CPU): "
+            "steps assigned by the launching call instead"
+        )
+        return by_launch, cpu_steps, "CPU step range holding the launch (GPU step ranges truncated)"
+    if len(cpu_steps):
+        source = "CPU step range holding the launch"
+        if not has_launch.all():
+            source += " (kernel start time where the launch is unknown)"
+        return by_launch, cpu_steps, source
+    return by_launch, steps, "none"
+
+
+def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> np.ndarray:
+    """Each event's innermost annotation: its own stream's GPU range, else the CPU range (on the
+    launching thread) that holds its launch."""
+    names = np.full(len(k), None, dtype=object)
+    gpu_ann = annotations[annotations["domain"] == "gpu"].reset_index(drop=True)
+    cpu_ann = annotations[annotations["domain"] == "cpu"].reset_index(drop=True)
+    done = np.zeros(len(k), bool)
+    if len(gpu_ann):
+        lanes_k, lanes_r = _lane_keys(k, gpu_ann)
+        idx = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_ann, lanes_r)
+        done = idx >= 0
+        names[done] = gpu_ann["name"].to_numpy(object)[idx[done]]
+    if len(cpu_ann):
+        points, _ = _kernel_points(k)
+        tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
+        idx = _assign(points, tids, cpu_ann, cpu_ann["tid"].to_numpy("int64"))
+        fresh = ~done & (idx >= 0)
+        names[fresh] = cpu_ann["name"].to_numpy(object)[idx[fresh]]
+    return names
 
 
 def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
@@ -77,46 +164,12 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
         return trace
     is_step = r["name"].map(lambda n: pattern.search(n) is not None).to_numpy(bool) if len(r) else np.zeros(0, bool)
     steps, annotations = r[is_step].reset_index(drop=True), r[~is_step].reset_index(drop=True)
-    device = k["device"].to_numpy("int64")
-    starts = k["start_ns"].to_numpy("int64")
-    points, has_launch = _kernel_points(k)
-    tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
-
-    step_idx = np.full(len(k), -1, dtype=np.int64)
-    gpu_steps = steps[steps["domain"] == "gpu"].reset_index(drop=True)
-    cpu_steps = steps[steps["domain"] == "cpu"].reset_index(drop=True)
-    if len(gpu_steps):
-        _assign(starts, device, gpu_steps, "device", step_idx)
-        chosen, source = gpu_steps, "GPU step ranges"
-    elif len(cpu_steps):
-        _assign(points, device, cpu_steps, None, step_idx)
-        chosen = cpu_steps
-        source = (
-            "CPU step range holding the launch"
-            if has_launch.all()
-            else ("CPU step range holding the launch (kernel start time where the launch is unknown)")
-        )
-    else:
-        chosen, source = steps, "none"
+    step_idx, chosen, source = _steps(trace, steps, pattern)
     if len(chosen):
         numbers = _step_numbers(chosen, pattern)
         trace.events["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
         trace.events.loc[step_idx < 0, "step"] = pd.NA
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
-
-    ann_idx = np.full(len(k), -1, dtype=np.int64)
-    gpu_ann = annotations[annotations["domain"] == "gpu"].reset_index(drop=True)
-    cpu_ann = annotations[annotations["domain"] == "cpu"].reset_index(drop=True)
-    names = np.full(len(k), None, dtype=object)
-    if len(gpu_ann):
-        _assign(starts, device, gpu_ann, "device", ann_idx)
-        names[ann_idx >= 0] = gpu_ann["name"].to_numpy(object)[ann_idx[ann_idx >= 0]]
-    if len(cpu_ann):
-        cpu_idx = np.full(len(k), -1, dtype=np.int64)
-        cpu_idx[ann_idx >= 0] = 0  # already annotated on the GPU side: skip
-        _assign(points, tids, cpu_ann, "tid", cpu_idx)
-        fresh = (ann_idx < 0) & (cpu_idx >= 0)
-        names[fresh] = cpu_ann["name"].to_numpy(object)[cpu_idx[fresh]]
-    trace.events["annotation"] = pd.array(names, dtype="string")
+    trace.events["annotation"] = pd.array(_annotations(k, annotations), dtype="string")
     return trace
