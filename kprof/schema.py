@@ -5,6 +5,7 @@ Column names and units are stable; ``SCHEMA_VERSION`` changes when they do.
 
 History of ``SCHEMA_VERSION``:
   1 (kprof 0.1): first version.
+  2 (kprof 0.2): ``kernel_events.file``, the file each row came from.
 
 ``kernel_events`` — one row per device activity (kernel, memcpy, memset):
 
@@ -12,6 +13,7 @@ History of ``SCHEMA_VERSION``:
 column            type     meaning
 ================  =======  ==================================================================
 rank              int32    rank of the file (``distributedInfo.rank`` or order on the command line)
+file              string*  the trace file the row came from, as given on the command line
 device            int32    GPU index as the trace names it (Kineto ``args.device``/pid, agent index)
 stream            int64    stream (CUDA/HIP) or queue (rocprof) id
 start_ns          int64    start, absolute integer ns in the trace's clock domain (``clock`` in meta)
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Names repeat across thousands of events: store each once (Arrow dictionary, pandas Categorical).
 DICT_STRING = pa.dictionary(pa.int32(), pa.string())
@@ -56,6 +58,7 @@ DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 KERNEL_EVENTS = pa.schema(
     [
         ("rank", pa.int32()),
+        ("file", DICT_STRING),
         ("device", pa.int32()),
         ("stream", pa.int64()),
         ("start_ns", pa.int64()),

@@ -133,7 +133,8 @@ def test_gpu_annotations_hold_only_their_own_streams_work(tmp_path: Path) -> Non
     assert annotation["allreduce"] == "nccl:all_reduce"
     assert annotation["gemm_kernel"] == "gemm"
     assert annotation.isna()["unannotated"]
-    assert tables.annotations.set_index("name").loc["nccl:all_reduce", "calls"] == 1
+    ann = tables.annotations.set_index("name")
+    assert ann.loc["nccl:all_reduce", "kernels"] == 1 and ann.loc["nccl:all_reduce", "gpu_us"] == 200.0
 
 
 def test_truncated_gpu_step_ranges_fall_back_to_the_launch(tmp_path: Path) -> None:
@@ -175,10 +176,12 @@ def test_real_traces_annotate_per_stream() -> None:
         ("tracelens_mi300_resnet_act_checkpoint.json.gz", 6, 47_137.038),
         ("hta_nccl_data.json.gz", 15, 46_762.159),
     ):
-        events = load_trace(real(name)).events
-        mine = events[events["annotation"] == "nccl:all_reduce"]
+        trace = load_trace(real(name))
+        mine = trace.events[trace.events["annotation"] == "nccl:all_reduce"]
         assert len(mine) == calls, name
         assert abs(mine["dur_ns"].sum() / 1e3 - total_us) < 1e-3, name
+        row = trace_tables(trace, compile_step_pattern(None)).annotations.set_index("name").loc["nccl:all_reduce"]
+        assert row["kernels"] == calls and abs(row["gpu_us"] - total_us) < 1e-3, name
 
 
 def test_real_rocm_traces_with_truncated_gpu_steps() -> None:

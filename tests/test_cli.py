@@ -58,7 +58,8 @@ def test_terminal_table_and_save(tmp_path: Path) -> None:
     assert table.schema.names == KERNEL_EVENTS.names
     assert table.num_rows == 320
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
-    assert meta["kprof_schema_version"] == 1
+    assert meta["kprof_schema_version"] == 2
+    assert set(table.column("file").to_pylist()) == {str(GRAPH)}
     for name in ("kernels", "steps", "annotations", "ranges"):
         assert (tmp_path / "out" / f"{name}.parquet").exists()
 
@@ -69,6 +70,12 @@ def test_two_ranks_ordered_by_rank() -> None:
     out = json.loads(_run("trace", str(r1), str(r0), "--format", "json").stdout)
     assert [r["rank"] for r in out["summary"]["ranks"]] == [0, 1]
     assert {k["rank"] for k in out["kernels"]} == {0, 1}
+
+
+def test_two_files_claiming_one_rank_are_refused() -> None:
+    """Two rank-0 traces of different jobs: merging them would count rank 0's work twice."""
+    first, second = real("hta_negative_queue_rank0.json.gz"), real("hta_nccl_data.json.gz")
+    _one_line_error(_run("trace", str(first), str(second)), second.name, "claims rank 0", first.name)
 
 
 def test_kernel_filter() -> None:

@@ -162,15 +162,18 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     points_cpu = np.where(launch.notna().to_numpy(bool), launch.fillna(0).to_numpy("int64"), starts_k)
     tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
     device = k["device"].to_numpy("int64")
+    stream = k["stream"].fillna(-1).to_numpy("int64")
     dur = k["dur_ns"].to_numpy("int64")
     is_kernel = (k["kind"] == "kernel").to_numpy(np.int64)
     gpu_ns = np.zeros(len(r), dtype=np.int64)
     count = np.zeros(len(r), dtype=np.int64)
-    for (domain, key), sub in r.groupby(
-        [r["domain"], np.where(r["domain"] == "gpu", r["device"], r["tid"])], sort=False
-    ):
-        sel = (device == key) if domain == "gpu" else (tids == key)
-        pts = starts_k[sel] if domain == "gpu" else points_cpu[sel]
+    # A GPU range holds the work of its own device and stream (its tid); a CPU range the launches
+    # made on its own thread.
+    is_gpu = (r["domain"] == "gpu").to_numpy(bool)
+    lane = np.where(is_gpu, r["device"].to_numpy("int64"), -1)
+    for (gpu, dev, tid), sub in r.groupby([is_gpu, lane, r["tid"].to_numpy("int64")], sort=False):
+        sel = ((device == dev) & (stream == tid)) if gpu else (tids == tid)
+        pts = starts_k[sel] if gpu else points_cpu[sel]
         pos = r.index.get_indexer(sub.index)
         s, e = sub["start_ns"].to_numpy("int64"), sub["end_ns"].to_numpy("int64")
         gpu_ns[pos] = _inclusive(pts, dur[sel], s, e)

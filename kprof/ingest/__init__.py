@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+import pandas as pd
+
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges
 from kprof.ingest.registry import LoadOptions, probe
@@ -28,16 +30,25 @@ def load_trace(
             raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
         except sqlite3.Error as e:
             raise KprofInputError(path, f"SQLite database could not be read ({e})") from None
+    trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
     return assign_ranges(trace, step_pattern)
 
 
 def load_traces(paths: list[Path], recover: bool | None = None, step_pattern: str | None = None) -> list[Trace]:
-    """Several files of one job: each file's own rank where known, else its place on the command line."""
+    """Several files of one job: each file's own rank where known, else its place on the command line.
+    Two files that claim one rank are refused: merging them would count that rank's work twice."""
     traces = []
+    claimed: dict[int, Path] = {}
     for i, p in enumerate(paths):
         t = load_trace(p, recover=recover, step_pattern=step_pattern)
         if t.meta.get("rank_source") != "distributedInfo" and len(paths) > 1:
             t.meta["rank"] = i
             t.events["rank"] = i
+        rank = int(t.meta["rank"])
+        if rank in claimed:
+            raise KprofInputError(
+                p, f"claims rank {rank}, as {claimed[rank]} does: give the files of one job, one per rank"
+            )
+        claimed[rank] = p
         traces.append(t)
     return sorted(traces, key=lambda t: int(t.meta["rank"]))
