@@ -55,3 +55,25 @@ def test_demangle_batch_knows_bf16_and_strips_kd() -> None:
     ].startswith("void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t")
     assert out["_Znot_a_real_name"] == "_Znot_a_real_name"
     assert "plain_name" not in out
+
+
+@pytest.mark.skipif(shutil.which("c++filt") is None, reason="no c++filt on this machine")
+def test_long_ck_and_cutlass_names_are_demangled() -> None:
+    """CK and CUTLASS kernels of 1,500–2,000 characters hit plain c++filt's recursion limit."""
+    from conftest import real
+    from kprof.ingest import load_trace
+
+    for name in ("tracelens_mi300_resnet_act_checkpoint.json.gz", "hta_nccl_data.json.gz"):
+        events = load_trace(real(name)).events
+        assert not any(str(n).startswith("_Z") for n in events["name"].unique()), name
+    shorts = set(load_trace(real("tracelens_mi300_resnet_act_checkpoint.json.gz")).events["short_name"].astype(str))
+    assert "ck::tensor_operation::device::(anonymous namespace)::kernel_grouped_conv_fwd_xdl_cshuffle_v3" in shorts
+
+
+def test_a_demangler_without_the_flag_is_asked_again_plainly(tmp_path, monkeypatch) -> None:
+    """An older c++filt that rejects --no-recurse-limit still demangles what it can."""
+    fake = tmp_path / "c++filt"
+    fake.write_text('#!/bin/sh\n[ "$#" -gt 0 ] && exit 1\nexec /bin/sed "s/^_Z3foov$/foo()/"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert demangle_all(["_Z3foov", "plain"]) == {"_Z3foov": "foo()"}

@@ -6,9 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pyarrow as pa
-
 import pandas as pd
+import pyarrow as pa
 
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges

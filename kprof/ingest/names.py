@@ -13,33 +13,44 @@ import subprocess
 from collections.abc import Iterable
 from functools import lru_cache
 
-_DEMANGLERS = ("c++filt", "llvm-cxxfilt")
+# (command, arguments to try first): binutils' c++filt stops at a recursion limit that the long
+# CK and CUTLASS names of real traces hit; ``--no-recurse-limit`` (binutils 2.32+) lifts it.
+_DEMANGLERS = (("c++filt", ("--no-recurse-limit",)), ("llvm-cxxfilt", ()))
+
+
+def _run_demangler(tool: str, flags: tuple[str, ...], names: list[str]) -> list[str] | None:
+    """One process for the whole batch; None when the tool fails (e.g. an older c++filt that does
+    not know the flag) or answers with a different number of lines."""
+    try:
+        done = subprocess.run(
+            [tool, *flags], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.splitlines()
+    return lines if len(lines) == len(names) else None
 
 
 def demangle_all(names: Iterable[str]) -> dict[str, str]:
     """Map each Itanium-mangled name (``_Z…``, with or without ``.kd``) to its demangled form.
 
-    Uses binutils' or LLVM's ``c++filt`` in one process for the whole batch: it knows recent
-    manglings (``DF16b`` for ``std::bfloat16_t``) that older libstdc++ demanglers reject. Names it
-    cannot demangle, or all of them when no demangler is installed, are returned unchanged.
+    Uses binutils' or LLVM's ``c++filt``: they know recent manglings (``DF16b`` for
+    ``std::bfloat16_t``) that older libstdc++ demanglers reject. Names it cannot demangle, or all of
+    them when no demangler is installed, are returned unchanged.
     """
     mangled = sorted({n for n in names if n.startswith("_Z")})
     if not mangled:
         return {}
-    tool = next((t for t in _DEMANGLERS if shutil.which(t)), None)
-    if tool is None:
-        return {n: n for n in mangled}
     cores = [n[:-3] if n.endswith(".kd") else n for n in mangled]
-    try:
-        done = subprocess.run(
-            [tool], input="\n".join(cores) + "\n", capture_output=True, text=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {n: n for n in mangled}
-    lines = done.stdout.splitlines()
-    if len(lines) != len(mangled):
-        return {n: n for n in mangled}
-    return {n: (d if d != c else n) for n, c, d in zip(mangled, cores, lines)}
+    for tool, flags in _DEMANGLERS:
+        if shutil.which(tool) is None:
+            continue
+        lines = _run_demangler(tool, flags, cores)
+        if lines is None and flags:
+            lines = _run_demangler(tool, (), cores)
+        if lines is not None:
+            return {n: (d if d != c else n) for n, c, d in zip(mangled, cores, lines)}
+    return {n: n for n in mangled}
 
 
 def _strip_brackets(text: str) -> str:
