@@ -162,3 +162,22 @@ def test_timestamp_beyond_int64_ns_is_an_input_error(tmp_path: Path) -> None:
     text = '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1180591620717411303424, "dur": 1}]}'
     with pytest.raises(KprofInputError, match="out of range"):
         kineto.load(_write(tmp_path, "huge.json", text))
+
+
+def test_a_trace_without_device_activity_says_why() -> None:
+    """Launches but no kernels (a CUPTI range-profiler session; an MTIA trace): a warning, not
+    silent empty tables."""
+    cupti = load_trace(real("hta_cupti_profiler.json.gz"))
+    assert len(cupti.events) == 0
+    (warning,) = cupti.warnings
+    assert "no CUDA or ROCm device activity" in warning and "1,862 runtime calls" in warning
+    assert "cuda_profiler_range (77)" in warning
+    mtia = load_trace(real("hta_mtia_inference_rank0.json.gz"))
+    assert any("mtia_ccp_events (1,313)" in w for w in mtia.warnings)
+
+
+def test_rpd_chrome_json_points_to_the_rpd() -> None:
+    with pytest.raises(
+        KprofInputError, match=r"rpd_matmul_result_chrome.json: not a Kineto trace .*give kprof the \.rpd"
+    ):
+        load_trace(real("rpd_matmul_result_chrome.json"))

@@ -235,6 +235,8 @@ class _EventBuffer:
     ranges: list[tuple[str, str, int, int]] = field(default_factory=list)
     range_times: list[np.ndarray] = field(default_factory=list)
     skipped: int = 0
+    launch_calls: int = 0
+    other_categories: dict[str, int] = field(default_factory=dict)
     top: _Document | None = None
     truncated: bool = False
 
@@ -242,7 +244,7 @@ class _EventBuffer:
         return self.strings.setdefault(text, text)
 
     def take(self, events: list[_Event]) -> None:
-        gpu_kinds, launch_cats, intern = GPU_CATEGORIES, LAUNCH_CATEGORIES, self._intern
+        gpu_kinds, launch_cats, intern, other = GPU_CATEGORIES, LAUNCH_CATEGORIES, self._intern, self.other_categories
         gpu: list[_Event] = []
         launches: list[_Event] = []
         ranges: list[_Event] = []
@@ -266,6 +268,9 @@ class _EventBuffer:
                     self.skipped += 1
                     continue
                 ranges.append(e)
+            else:
+                other[cat] = other.get(cat, 0) + 1
+        self.launch_calls += len(launches)
         self._take_gpu(gpu)
         self._take_launches(launches)
         for e in ranges:
@@ -413,7 +418,7 @@ def _finish(path: Path, collector: _EventBuffer, text: bytes, array_form: bool, 
         _take_document(collector, decode(text))
         return
     except msgspec.ValidationError as err:
-        raise KprofInputError(path, f"unexpected field type: {err}") from None
+        raise _field_type_error(path, err) from None
     except msgspec.DecodeError as err:
         if not recover:
             if "truncated" in str(err):
@@ -433,6 +438,19 @@ def _finish(path: Path, collector: _EventBuffer, text: bytes, array_form: bool, 
     collector.truncated = True
 
 
+_STRING_TIMES = re.compile(r"got `str` - at `\$(?:\.traceEvents)?\[\d+\]\.(?:ts|dur)`")
+
+
+def _field_type_error(path: Path, err: msgspec.ValidationError) -> KprofInputError:
+    """Timestamps written as strings are rpd2tracing's Chrome JSON, not Kineto: point to the .rpd."""
+    if _STRING_TIMES.search(str(err)):
+        return KprofInputError(
+            path,
+            "not a Kineto trace (ts/dur written as strings, as rpd2tracing's Chrome JSON does); give kprof the .rpd",
+        )
+    return KprofInputError(path, f"unexpected field type: {err}")
+
+
 def _whole_file(path: Path, collector: _EventBuffer, dec: _Decoders) -> None:
     """Fallback when a cut landed inside an event: decode the file in one piece."""
     with open_binary(path) as f:
@@ -441,7 +459,7 @@ def _whole_file(path: Path, collector: _EventBuffer, dec: _Decoders) -> None:
     try:
         _take_document(collector, _decoder_for(dec, stripped[:1] == b"[")(stripped))
     except msgspec.ValidationError as err:
-        raise KprofInputError(path, f"unexpected field type: {err}") from None
+        raise _field_type_error(path, err) from None
     except msgspec.DecodeError as err:
         raise KprofInputError(path, f"malformed JSON: {err}") from None
 
@@ -498,6 +516,8 @@ def _build(path: Path, c: _EventBuffer, rank: int | None) -> Trace:
         warnings.append("file is truncated: kept every complete event, dropped the unfinished one")
     if c.skipped:
         warnings.append(f"{c.skipped} GPU or range events without ts/dur were skipped")
+    if not c.gpu_name:
+        warnings.append(_no_device_activity(c))
     dist = _decode_optional(_DistributedInfo, top.distributedInfo)
     file_rank = dist.rank if dist is not None else None
     if rank is None:
@@ -586,6 +606,21 @@ def _build(path: Path, c: _EventBuffer, rank: int | None) -> Trace:
     if file_rank is not None:
         meta["rank_source"] = "distributedInfo"
     return Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
+
+
+# Host-side categories every profiled program has: naming them would not explain an empty trace.
+_HOST_CATEGORIES = {"cpu_op", "python_function", "Trace", "fwdbwd", "ac2g", "cpu_instant_event"}
+
+
+def _no_device_activity(c: _EventBuffer) -> str:
+    """Why the tables are empty, in the trace's own terms (launches seen, categories not read)."""
+    text = "no CUDA or ROCm device activity (kernel, memcpy, memset) in the trace"
+    if c.launch_calls:
+        text += f", though it holds {c.launch_calls:,} runtime calls"
+    others = sorted(((n, cat) for cat, n in c.other_categories.items() if cat not in _HOST_CATEGORIES), reverse=True)
+    if others:
+        text += "; it holds " + ", ".join(f"{cat} ({n:,})" for n, cat in others[:3])
+    return text + ": every table is empty (kernels are recorded with ProfilerActivity.CUDA)"
 
 
 def _stream_id(stream: int | str | None, tid: int | str | None) -> int:
