@@ -65,9 +65,9 @@ def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _write(doc: Any, fmt: Any) -> None:
-    from kprof.report.table import render
+    from kprof.report.table import output_console, render
 
-    sys.stdout.write(render(doc, fmt.value, Console()))
+    sys.stdout.write(render(doc, fmt.value, output_console()))
 
 
 def _version(value: bool) -> None:

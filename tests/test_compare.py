@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -23,8 +24,9 @@ def _json(*args: str) -> dict:
 
 
 def test_one_trace_per_side_gives_deltas_and_no_verdict() -> None:
+    """The recorded traces have 4 steady steps: too few to be replicates."""
     out = _json(str(EAGER), str(GRAPH))
-    assert not out["repeated"] and "no verdict" in out["note"]
+    assert out["replicates"] == "none" and "no verdict" in out["note"]
     both = [k for k in out["kernels"] if not k["verdict"].startswith("ONLY")]
     assert both and all(k["verdict"] == "ONE SAMPLE" for k in both)
     step = out["steps"][0]
@@ -37,7 +39,7 @@ def test_repeated_identical_traces_are_the_same(tmp_path: Path) -> None:
         for i in range(4):
             shutil.copy(GRAPH, tmp_path / side / f"rep{i}.json.gz")
     out = _json(str(tmp_path / "a"), str(tmp_path / "b"))
-    assert out["repeated"]
+    assert out["replicates"] == "traces"
     verdicts = {k["verdict"] for k in out["kernels"]}
     assert verdicts <= {"SAME"}  # zero shift, interval [0, 0]
 
@@ -52,13 +54,89 @@ def test_saved_parquet_side(tmp_path: Path) -> None:
 def test_runs_compare_per_leg_and_fail_on() -> None:
     a, b = RUNS / "cal_paged_decode_b64-s2048", RUNS / "prm_paged_decode_b64-s2048"
     out = _json(str(a), str(b))
-    assert out["repeated"] and out["legs"]
+    assert out["replicates"] == "rounds" and out["legs"]
     for row in out["legs"]:
         assert row["ci_low_pct"] <= row["effect_pct"] <= row["ci_high_pct"]
     res = runner.invoke(app, ["compare", str(a), str(a), "--fail-on", "slower>1%"])
     assert res.exit_code == 0  # a run against itself breaks nothing
     bad = runner.invoke(app, ["compare", str(a), str(b), "--fail-on", "slower>0.1%"])
     assert bad.exit_code == 1 and "--fail-on" in bad.stderr
+
+
+def _loop_trace(path: Path, steps: int, scale: float, seed: int) -> Path:
+    """A Kineto trace of a decode loop: ``steps`` ProfilerSteps, each launching a GEMM and a small
+    kernel whose times jitter by about 1%; ``scale`` multiplies the workload."""
+    rng = np.random.default_rng(seed)
+    events, t, corr = [], 0.0, 0
+    for step in range(steps):
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": 1000.0 * scale,
+            }
+        )
+        for name, us in (("gemm", 300.0), ("rmsnorm", 20.0)):
+            corr += 1
+            dur = round(us * scale * (1 + 0.01 * rng.standard_normal()), 3)
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t + corr % 7,
+                    "dur": 2,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": name,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": t + 10 + corr % 7,
+                    "dur": dur,
+                    "args": {"device": 0, "stream": 7, "correlation": corr},
+                }
+            )
+        t += 1000.0 * scale + 50
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_one_loop_trace_per_side_uses_its_steps_as_replicates(tmp_path: Path) -> None:
+    """With one trace per side, the steady steps are the samples: the same loop traced twice passes
+    the gate; a 40× larger workload is SLOWER and fails it (exit 1), as CI needs."""
+    base = _loop_trace(tmp_path / "base.json", 12, 1.0, seed=1)
+    same = _loop_trace(tmp_path / "same.json", 12, 1.0, seed=2)
+    big = _loop_trace(tmp_path / "big.json", 12, 40.0, seed=3)
+    out = _json(str(base), str(same))
+    assert out["replicates"] == "steps" and "within-process replicates" in out["note"]
+    busy = out["steps"][0]
+    assert busy["n_a"] == busy["n_b"] == 11  # the first step is warm-up
+    assert busy["ci_low_pct"] <= busy["effect_pct"] <= busy["ci_high_pct"]
+    assert {k["verdict"] for k in out["kernels"]} <= {"SAME", "UNRESOLVED"}
+    assert runner.invoke(app, ["compare", str(base), str(same), "--fail-on", "slower>2%"]).exit_code == 0
+    worse = _json(str(base), str(big))
+    assert worse["steps"][0]["verdict"] == "SLOWER" and worse["steps"][0]["effect_pct"] < -90
+    assert {k["verdict"] for k in worse["kernels"]} == {"SLOWER"}
+    gate = runner.invoke(app, ["compare", str(base), str(big), "--fail-on", "slower>2%"])
+    assert gate.exit_code == 1 and "gemm" in gate.stderr
+
+
+def test_a_short_trace_stays_one_sample(tmp_path: Path) -> None:
+    a = _loop_trace(tmp_path / "a.json", 5, 1.0, seed=1)
+    b = _loop_trace(tmp_path / "b.json", 5, 40.0, seed=2)
+    out = _json(str(a), str(b))
+    assert out["replicates"] == "none" and {k["verdict"] for k in out["kernels"]} == {"ONE SAMPLE"}
 
 
 def test_compare_errors() -> None:

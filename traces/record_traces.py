@@ -1,6 +1,6 @@
 """Record the real traces kprof ships, on a GPU, with the PyTorch profiler.
 
-Two programs, each profiled with a schedule so that ``ProfilerStep#N`` ranges exist:
+Three programs, each profiled with a schedule so that ``ProfilerStep#N`` ranges exist:
 
 * ``llama_eager_decode``: greedy decode of a Llama-architecture model built from a config with
   random weights (transformers), eager mode, one ``record_function`` range per phase.
@@ -8,7 +8,13 @@ Two programs, each profiled with a schedule so that ``ProfilerStep#N`` ranges ex
   once as a CUDA graph and replayed every step, with eager sampling around it, each part inside a
   ``record_function`` range.
 
-Usage (on a machine with a GPU): ``python traces/record_traces.py OUT_DIR``.
+* ``two_streams`` (and ``two_streams_wide``, the same with GEMMs 1.5× as long): per step, 16
+  GEMMs on one stream inside ``record_function("gemms")`` overlap a Triton kernel and a
+  host-to-device copy on a second stream inside ``record_function("triton_and_copy")``; 12 active
+  steps, so a single trace holds enough steady steps to be compared on its own.
+
+Usage (on a machine with a GPU): ``python traces/record_traces.py OUT_DIR [NAME ...]`` (the names
+to record again; all when none are given).
 The traces are small on purpose: they are test fixtures and demo inputs.
 """
 
@@ -129,6 +135,64 @@ def record_gqa_graph(out: Path) -> dict:
     return {"file": path.name, "model": "GQA decode stack in plain PyTorch (random weights)", "dims": dims}
 
 
+TWO_STREAM_STEPS = schedule(wait=1, warmup=1, active=12, repeat=1)
+
+
+def _scale_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale_add(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(y_ptr + offs, x * 2.0 + 1.0, mask=mask)
+
+    return scale_add
+
+
+def record_two_streams(out: Path, name: str, k: int) -> dict:
+    """GEMMs on stream 1 run while a Triton kernel and a copy run on stream 2, each stream's work
+    inside its own ``record_function`` range, so the GPU-side ranges of the two streams overlap."""
+    import triton
+
+    torch.manual_seed(0)
+    scale_add = _scale_kernel()
+    a = torch.randn(2048, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, 2048, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(2048, 2048, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1 << 25, device="cuda")
+    y = torch.empty_like(x)
+    host = torch.randn(1 << 23, pin_memory=True)
+    dev = torch.empty(1 << 23, device="cuda")
+    gemm_stream, side_stream = torch.cuda.Stream(), torch.cuda.Stream()
+    grid = (triton.cdiv(x.numel(), 4096),)
+
+    def step() -> None:
+        with torch.cuda.stream(gemm_stream), record_function("gemms"):
+            for _ in range(16):
+                torch.mm(a, b, out=c)
+        with torch.cuda.stream(side_stream), record_function("triton_and_copy"):
+            scale_add[grid](x, y, x.numel(), BLOCK=4096)
+            dev.copy_(host, non_blocking=True)
+
+    step()  # compiles the Triton kernel and warms cuBLAS before the profiler starts
+    torch.cuda.synchronize()
+    path = out / f"{name}.pt.trace.json.gz"
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=TWO_STREAM_STEPS) as prof:
+        for _ in range(14):
+            step()
+            torch.cuda.synchronize()
+            prof.step()
+    prof.export_chrome_trace(str(path))
+    return {
+        "file": path.name,
+        "program": f"16 GEMMs (2048x{k}x2048, bf16) on one stream; Triton scale_add over 32M fp32 and "
+        "a 32 MiB pinned host-to-device copy on another",
+    }
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -143,8 +207,21 @@ def main() -> None:
         "python": platform.python_version(),
         "traces": [],
     }
-    for recorder in (record_llama_eager, record_gqa_graph):
-        provenance["traces"].append(recorder(out))
+    recorders = (
+        record_llama_eager,
+        record_gqa_graph,
+        lambda o: record_two_streams(o, "two_streams", 2048),
+        lambda o: record_two_streams(o, "two_streams_wide", 3072),
+    )
+    only = set(sys.argv[2:])  # names to record again; all when none are given
+    old = out / "PROVENANCE.json"
+    if only and old.exists():
+        provenance["traces"] = [t for t in json.loads(old.read_text())["traces"] if t["file"].split(".")[0] not in only]
+    names = ("llama_eager_decode", "gqa_graph_decode", "two_streams", "two_streams_wide")
+    for name, recorder in zip(names, recorders):
+        if only and name not in only:
+            continue
+        provenance["traces"].append(dict(recorder(out), recorded=provenance["recorded"]))
         print("recorded", provenance["traces"][-1]["file"], flush=True)
     (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
 

@@ -1,8 +1,9 @@
-"""A against B: two independent samples per row (runs' rounds, or repeated traces per side).
+"""A against B: two samples per row — runs' rounds, repeated traces per side, or, when each side is
+one trace of a loop, its steady steps (within-process replicates).
 
 Hodges–Lehmann shift with Lehmann's distribution-free interval and the Mann–Whitney p,
-Benjamini–Hochberg across the report. With one trace per side there is one sample: the delta is
-shown and no verdict is given.
+Benjamini–Hochberg across the report. With one trace per side and fewer than ``MIN_STEADY_STEPS``
+steady steps there is one sample: the delta is shown and no verdict is given.
 """
 
 from __future__ import annotations
@@ -16,8 +17,18 @@ import pandas as pd
 
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import control_false_discoveries
+from kprof.analysis.trace_tables import StepReplicates
 
 NO_VERDICT = "ONE SAMPLE"
+UNEVEN = "NOT EVERY STEP"  # a kernel that skips some steady steps: time per step is not one quantity
+MIN_STEADY_STEPS = 6
+# What the samples of a comparison are.
+REPLICATES = {
+    "rounds": "interleaved rounds of each run",
+    "traces": "repeated traces per side",
+    "steps": "steady steps of the one trace per side (within-process replicates)",
+    "none": "one trace per side with too few steady steps: single samples",
+}
 
 
 @dataclass
@@ -28,6 +39,7 @@ class Side:
     kind: str  # "run" or "traces"
     kernels: list[pd.DataFrame] = field(default_factory=list)  # one per-kernel table per trace
     steps: list[pd.DataFrame] = field(default_factory=list)
+    step_replicates: list[StepReplicates] = field(default_factory=list)  # one per trace
     run_rounds: pd.DataFrame | None = None
 
 
@@ -38,7 +50,11 @@ class Comparison:
     kernels: pd.DataFrame
     steps: pd.DataFrame
     legs: pd.DataFrame
-    repeated: bool
+    replicates: str  # a key of REPLICATES
+
+    @property
+    def has_verdicts(self) -> bool:
+        return self.replicates != "none"
 
 
 def _verdict_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -105,24 +121,64 @@ def _steady_busy(steps: list[pd.DataFrame]) -> np.ndarray:
     return np.concatenate([s.loc[~s["warmup"], "busy_us"].to_numpy() for s in steps if len(s)] or [[]])
 
 
+def _compare_steps(a: StepReplicates, b: StepReplicates, threshold: float) -> list[dict[str, Any]]:
+    """Per kernel, its µs in each steady step of A against B's; calls are per step too."""
+    rows = []
+    for key in a.us.index.union(b.us.index, sort=False):
+        kind, name = key
+        row_key = {"kind": kind, "name": name, "short_name": a.short_names.get(name) or b.short_names.get(name)}
+        if key not in a.us.index or key not in b.us.index:
+            only = "A" if key in a.us.index else "B"
+            present = a if only == "A" else b
+            rows.append(
+                dict(row_key, **{only.lower(): float(np.median(present.us.loc[key]))}, verdict=f"ONLY IN {only}")
+            )
+            continue
+        ua, ub = a.us.loc[key].to_numpy(float), b.us.loc[key].to_numpy(float)
+        extra = {"calls_a": float(np.median(a.calls.loc[key])), "calls_b": float(np.median(b.calls.loc[key]))}
+        if (ua <= 0).any() or (ub <= 0).any():
+            row = _row(row_key, ua, ub, threshold, False)
+            row["verdict"] = UNEVEN
+        else:
+            row = _row(row_key, ua, ub, threshold, True)
+        rows.append(dict(row, **extra))
+    return rows
+
+
+def _replicates(a: Side, b: Side) -> str:
+    if a.kind == "run":
+        return "rounds"
+    if len(a.kernels) > 1 and len(b.kernels) > 1:
+        return "traces"
+    one_each = len(a.step_replicates) == 1 and len(b.step_replicates) == 1
+    if one_each and min(a.step_replicates[0].steps, b.step_replicates[0].steps) >= MIN_STEADY_STEPS:
+        return "steps"
+    return "none"
+
+
 def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
     threshold = S.pct_threshold_to_log(threshold_pct)
     kernels: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     legs: list[dict[str, Any]] = []
-    if a.kind == "run":
-        repeated = True
+    replicates = _replicates(a, b)
+    metric = "GPU busy µs per step (steady steps)"
+    if replicates == "rounds":
         legs = _compare_runs(a, b, threshold)
+    elif replicates == "steps":
+        ra, rb = a.step_replicates[0], b.step_replicates[0]
+        kernels = _compare_steps(ra, rb, threshold)
+        steps.append(_row({"metric": metric}, ra.busy_us, rb.busy_us, threshold, True))
     else:
-        repeated = len(a.kernels) > 1 and len(b.kernels) > 1
+        repeated = replicates == "traces"
         kernels = _compare_kernels(a, b, threshold, repeated)
         busy_a, busy_b = _steady_busy(a.steps), _steady_busy(b.steps)
         if len(busy_a) and len(busy_b):
-            steps.append(_row({"metric": "GPU busy µs per step (steady steps)"}, busy_a, busy_b, threshold, repeated))
+            steps.append(_row({"metric": metric}, busy_a, busy_b, threshold, repeated))
     kt = _verdict_rows(kernels)
     if len(kt):
         kt = kt.sort_values("a", ascending=False, na_position="last").reset_index(drop=True)
-    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), repeated)
+    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates)
 
 
 FAIL_ON = re.compile(r"^(slower|faster)>(\d+(?:\.\d+)?)%$")

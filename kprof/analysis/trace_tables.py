@@ -139,6 +139,34 @@ def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | N
     return table, steady
 
 
+@dataclass
+class StepReplicates:
+    """Each activity's device µs and calls in every steady (non-warm-up) step: rows (kind, name),
+    one column per step, 0 where it did not run. ``compare`` uses the steps as replicates when a
+    side is one trace of a loop."""
+
+    us: pd.DataFrame
+    calls: pd.DataFrame
+    busy_us: np.ndarray
+    short_names: dict[str, str]
+
+    @property
+    def steps(self) -> int:
+        return len(self.busy_us)
+
+
+def step_replicates(events: pd.DataFrame, steps: pd.DataFrame) -> StepReplicates:
+    steady_rows = steps[~steps["warmup"].astype(bool)]
+    steady = steady_rows["step"].to_numpy("int64")
+    stepped = events[events["step"].isin(steady)]
+    g = stepped.groupby([stepped["kind"].astype(str), stepped["name"].astype(str), "step"], sort=False)["dur_ns"]
+    us = (g.sum() / NS_PER_US).unstack("step", fill_value=0.0).reindex(columns=steady, fill_value=0.0)
+    calls = g.size().unstack("step", fill_value=0).reindex(columns=steady, fill_value=0)
+    first = events.drop_duplicates("name")
+    short = dict(zip(first["name"].astype(str), first["short_name"].astype(str)))
+    return StepReplicates(us, calls, steady_rows["busy_us"].to_numpy(float), short)
+
+
 def _inclusive(points: np.ndarray, weights: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Sum of the weights of the points inside each [start, end]: sorted points + prefix sums."""
     order = np.argsort(points, kind="stable")

@@ -8,7 +8,7 @@ from pathlib import Path
 from kprof.analysis.compare import Comparison, Side, compare_sides, gate_failures, parse_gate
 from kprof.analysis.run_analysis import no_rounds_message
 from kprof.analysis.run_effects import round_statistics
-from kprof.analysis.trace_tables import trace_tables
+from kprof.analysis.trace_tables import step_replicates, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
@@ -53,6 +53,7 @@ def load_side(path: Path, steps: str | None) -> Side:
         tables = trace_tables(trace, pattern)
         side.kernels.append(tables.kernels)
         side.steps.append(tables.steps)
+        side.step_replicates.append(step_replicates(trace.events, tables.steps))
     return side
 
 

@@ -7,15 +7,15 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.compare import NO_VERDICT, Comparison
+from kprof.analysis.compare import MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
 def effect_text(r: pd.Series) -> str:
     if "effect_pct" not in r or pd.isna(r.get("effect_pct")):
         return "–"
-    if r["verdict"] == NO_VERDICT or not math.isfinite(r.get("ci_low_pct", math.nan)):
-        suffix = "" if r["verdict"] == NO_VERDICT else " [too few repetitions for a 95% interval]"
+    if r["verdict"] in (NO_VERDICT, UNEVEN) or not math.isfinite(r.get("ci_low_pct", math.nan)):
+        suffix = "" if r["verdict"] in (NO_VERDICT, UNEVEN) else " [too few repetitions for a 95% interval]"
         return f"{r['effect_pct']:+.2f}%{suffix}"
     return f"{r['effect_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]"
 
@@ -25,19 +25,29 @@ def _num(v: Any) -> str:
 
 
 def _calls(v: Any) -> str:
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f}"
+    """Counts as integers; a median of per-step counts may fall half-way (2.5)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
 
 
 def note(c: Comparison) -> str:
-    if c.repeated:
+    samples = f"samples: {REPLICATES[c.replicates]}"
+    if c.replicates == "none":
         return (
-            "effect = 100·(t_A/t_B − 1), positive = B is faster; Hodges–Lehmann shift with a distribution-free "
-            "95% interval over the repetitions; verdicts after Benjamini–Hochberg."
+            f"{samples}; the deltas below support no verdict: give each side a folder of repeated traces, "
+            f"a trace of at least {MIN_STEADY_STEPS + 1} steps (the first is warm-up), or run folders."
         )
-    return (
-        "one trace per side: the deltas below are single samples and support no verdict; give each side a "
-        "folder of repeated traces (or compare run folders) for intervals and verdicts."
+    text = (
+        f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; Hodges–Lehmann shift with a "
+        "distribution-free 95% interval; verdicts after Benjamini–Hochberg."
     )
+    if c.replicates == "steps":
+        text += (
+            " Steps of one process share its clocks, placement and compilation: the interval leaves out "
+            "run-to-run variation (repeat the traces to include it)."
+        )
+    return text
 
 
 def _tables(c: Comparison, top: int | None) -> list[Table]:
@@ -59,10 +69,15 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
             )
         out.append(t)
     if len(c.kernels):
-        headers = ("kernel", "kind", "calls A", "calls B", "A µs/call", "B µs/call", "B vs A", "verdict")
+        per = "step" if c.replicates == "steps" else "call"
+        headers = ("kernel", "kind", "calls A", "calls B", f"A µs/{per}", f"B µs/{per}", "B vs A", "verdict")
+        optional = {"kind", "calls A", "calls B"}  # left out of narrow terminals; the numbers that judge stay
         t = Table(
-            "per kernel (µs per call)",
-            [Column(h, "left" if h in left else "right", is_name=h == "kernel") for h in headers],
+            f"per kernel (µs per {per}; calls per {'step' if per == 'step' else 'trace'})",
+            [
+                Column(h, "left" if h in left else "right", is_name=h == "kernel", wide_only=h in optional)
+                for h in headers
+            ],
         )
         shown = c.kernels.head(top) if top else c.kernels
         for _, r in shown.iterrows():
@@ -97,7 +112,7 @@ def compare_document(c: Comparison, top: int | None) -> Document:
     doc.data = {
         "a": c.a.label,
         "b": c.b.label,
-        "repeated": c.repeated,
+        "replicates": c.replicates,
         "note": note(c),
         "legs": records(c.legs),
         "kernels": records(c.kernels),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,17 @@ class Column:
 
 WIDE_TERMINAL = 150
 NAME_MIN_WIDTH = 20
+# Output piped to a file or another program is laid out at this width (tables take only what they
+# need): nothing is folded or left out there, whatever width the terminal had.
+PIPED_WIDTH = 10_000
+
+
+def output_console(stderr: bool = False) -> Console:
+    """A terminal's own width; full width when piped, unless COLUMNS says otherwise."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=PIPED_WIDTH)
+    return console
 
 
 @dataclass
@@ -112,33 +124,83 @@ PARAGRAPH_STYLE = {"warning": "[yellow]warning:[/yellow] ", "error": "[red]error
 def render_rich(doc: Document, console: Console) -> None:
     for block in doc.blocks:
         if isinstance(block, Paragraph):
-            if block.style == "rule":
+            if block.style == "rule" and console.is_terminal:
                 console.rule(f"[bold]{escape(block.text)}")
+            elif block.style == "rule":  # a rule as wide as a file's layout would be thousands of ─
+                console.print(f"── {escape(block.text)} ──", soft_wrap=True)
             elif block.style == "bold":
                 console.print(f"[bold]{escape(block.text)}[/bold]")
             else:
                 console.print(PARAGRAPH_STYLE.get(block.style, "") + escape(block.text))
             continue
-        t = RichTable(title=escape(block.title), title_justify="left")
         shown = [i for i, c in enumerate(block.columns) if console.width >= WIDE_TERMINAL or not c.wide_only]
-        for i in shown:
-            c = block.columns[i]
-            texts = [_plain(row[i]) for row in block.rows]
-            # Numbers are never cut: a cell may wrap at its spaces, never inside a word; a name may
-            # fold anywhere once it is NAME_MIN_WIDTH wide.
-            longest = max((len(t) for t in texts), default=0)
-            word = max((len(w) for t in texts for w in t.split()), default=0)
-            t.add_column(
-                escape(c.header),
-                justify=c.align,
-                overflow="fold",
-                min_width=min(longest, NAME_MIN_WIDTH) if c.is_name else word,
-            )
-        for cells, style in zip(block.rows, block.row_styles):
-            t.add_row(*(_rich_cell(cells[i]) for i in shown), style=style or None)
-        console.print(t)
+        for part, columns in enumerate(_column_groups(block, shown, console.width)):
+            title = block.title if part == 0 else f"{block.title} (continued)"
+            console.print(_rich_table(block, columns, title, _fitted_widths(block, columns, console.width)))
         for note in block.notes:
             console.print("  " + escape(note))
+
+
+def _min_width(block: Table, i: int) -> int:
+    """Numbers are never cut: a cell may wrap at its spaces, never inside a word; a name may fold
+    anywhere once it is NAME_MIN_WIDTH wide. A header wraps at its spaces too."""
+    c = block.columns[i]
+    texts = [_plain(row[i]) for row in block.rows] or [""]
+    header = max((len(w) for w in c.header.split()), default=0)
+    if c.is_name:
+        return max(min(max(len(t) for t in texts), NAME_MIN_WIDTH), min(header, NAME_MIN_WIDTH))
+    return max(header, max((len(w) for t in texts for w in t.split()), default=0))
+
+
+def _natural_width(block: Table, i: int) -> int:
+    return max([len(block.columns[i].header)] + [len(_plain(row[i])) for row in block.rows])
+
+
+_CELL_FRAME = 3  # a column's padding and its border
+
+
+def _column_groups(block: Table, shown: list[int], width: int) -> list[list[int]]:
+    """Columns that fit ``width`` side by side, as one group; a wider table (a case × lever matrix)
+    is cut into groups that each repeat the first column, so no column is cropped."""
+    need = {i: _min_width(block, i) + _CELL_FRAME for i in shown}
+    if sum(need.values()) + 1 <= width or len(shown) < 3:
+        return [shown]
+    first, groups, current = shown[0], [], [shown[0]]
+    used = need[first] + 1
+    for i in shown[1:]:
+        if used + need[i] > width and len(current) > 1:
+            groups.append(current)
+            current, used = [first], need[first] + 1
+        current.append(i)
+        used += need[i]
+    groups.append(current)
+    return groups
+
+
+def _fitted_widths(block: Table, columns: list[int], width: int) -> list[int] | None:
+    """Column widths when the table does not fit as it is: every column gets its minimum, and the
+    space left goes to the columns that want more, in proportion (rich's own shrinking can crop
+    the last column of a matrix)."""
+    natural = [_natural_width(block, i) for i in columns]
+    room = width - _CELL_FRAME * len(columns) - 1
+    if sum(natural) <= room:
+        return None
+    least = [_min_width(block, i) for i in columns]
+    spare = max(room - sum(least), 0)
+    want = [n - m for n, m in zip(natural, least)]
+    total = sum(want) or 1
+    return [m + (spare * w) // total for m, w in zip(least, want)]
+
+
+def _rich_table(block: Table, columns: list[int], title: str, widths: list[int] | None) -> RichTable:
+    t = RichTable(title=escape(title), title_justify="left")
+    for k, i in enumerate(columns):
+        c = block.columns[i]
+        fixed = widths[k] if widths else None
+        t.add_column(escape(c.header), justify=c.align, overflow="fold", min_width=_min_width(block, i), width=fixed)
+    for cells, style in zip(block.rows, block.row_styles):
+        t.add_row(*(_rich_cell(cells[i]) for i in columns), style=style or None)
+    return t
 
 
 def _md_escape(text: str) -> str:
@@ -200,7 +262,7 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def render(doc: Document, fmt: str, console: Console | None = None) -> str:
     """``table`` prints to ``console`` and returns ""; the others return the text to write."""
     if fmt == "table":
-        render_rich(doc, console or Console())
+        render_rich(doc, console or output_console())
         return ""
     if fmt == "md":
         return render_markdown(doc)

@@ -1,0 +1,67 @@
+"""Every report stays readable in an 80-column terminal: no line is wider, and no number is cut
+(a long kernel name may fold; the numbers beside it never do)."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from conftest import EAGER, GRAPH, ROOT
+from kprof.analysis.run_analysis import analyse_run, attribute
+from kprof.commands.compare import compare
+from kprof.commands.trace import run_trace
+from kprof.report.attribution_report import attribution_document
+from kprof.report.compare_report import compare_document
+from kprof.report.run_report import run_document
+from kprof.report.table import Cell, Document, Table, render_rich
+from kprof.report.trace_report import trace_document
+
+RUNS = ROOT / "docs" / "runs"
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?%?")
+
+
+def _at_80(doc: Document) -> str:
+    buf = io.StringIO()
+    render_rich(doc, Console(file=buf, width=80, force_terminal=True, color_system=None))
+    return buf.getvalue()
+
+
+def _check(doc: Document) -> None:
+    text = _at_80(doc)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = set(re.split(r"[\s│┃]+", text))
+    for table in (b for b in doc.blocks if isinstance(b, Table)):
+        shown = [i for i, c in enumerate(table.columns) if not c.wide_only and not c.is_name]
+        for row in table.rows:
+            for i in shown:
+                cell = row[i].text if isinstance(row[i], Cell) else row[i]
+                for number in NUMBER.findall(cell):
+                    assert any(number in w for w in words), (table.title, cell)
+
+
+def _loop_trace(tmp_path: Path, name: str, scale: float) -> Path:
+    from test_compare import _loop_trace as make
+
+    return make(tmp_path / name, 12, scale, seed=int(scale * 10))
+
+
+def test_trace_reports_fit_80_columns() -> None:
+    _check(trace_document(run_trace([EAGER, GRAPH]).tables, top=None))
+
+
+def test_compare_reports_fit_80_columns(tmp_path: Path) -> None:
+    _check(compare_document(compare(EAGER, GRAPH), top=None))
+    steps = compare(_loop_trace(tmp_path, "a.json", 1.0), _loop_trace(tmp_path, "b.json", 1.1))
+    _check(compare_document(steps, top=None))
+
+
+@pytest.mark.parametrize(
+    "run", ["h200-2026-11-30-s4/gdn_rev", "h200-2026-11-30-s4/prog_env", "h200-2026-11-30/gdn_pr"]
+)
+def test_run_and_attribution_reports_fit_80_columns(run: str) -> None:
+    _check(run_document(analyse_run(RUNS / run)))
+    _check(attribution_document(attribute(RUNS / run)))
