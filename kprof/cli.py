@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections.abc import Callable
 from enum import Enum
 from functools import wraps
@@ -68,6 +69,22 @@ def _write(doc: Any, fmt: Any) -> None:
     from kprof.report.table import output_console, render
 
     sys.stdout.write(render(doc, fmt.value, output_console()))
+
+
+class ReadProgress:
+    """A plain line on stderr every few seconds while a large trace is read (terminals and CI logs
+    alike); a file read in less than that prints nothing."""
+
+    every_s = 2.0
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def __call__(self, path: Path, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every_s and done < total:
+            self.last = now
+            typer.echo(f"kprof: reading {path.name}: {100 * done / total:.0f}% of {total / 1e6:,.0f} MB", err=True)
 
 
 def _version(value: bool) -> None:
@@ -132,7 +149,12 @@ def trace(
     from kprof.report.trace_report import trace_document
 
     result = run_trace(
-        files, step_pattern=steps, kernel_filter=_regex(kernels, "--kernels"), recover=recover, save=save
+        files,
+        step_pattern=steps,
+        kernel_filter=_regex(kernels, "--kernels"),
+        recover=recover,
+        save=save,
+        on_progress=ReadProgress(),
     )
     _write(trace_document(result.tables, top or None), fmt)
     if save is not None and fmt.value == "table":

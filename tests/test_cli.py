@@ -111,3 +111,15 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:
     wrong.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}')
     _one_line_error(_run("trace", str(wrong)), "wrong.json", "ts")
     _one_line_error(_run("trace", str(GRAPH), "--steps", "("), "--steps")
+
+
+def test_a_long_read_prints_progress_lines(monkeypatch) -> None:
+    """Reading a large trace prints a plain progress line every few seconds (here: every read)."""
+    from kprof import cli
+    from kprof.ingest import source
+
+    monkeypatch.setattr(cli.ReadProgress, "every_s", 0.0)
+    monkeypatch.setattr(source, "_RAW_BYTES", 4096)
+    res = _run("trace", str(GRAPH), "--format", "json")
+    assert res.exit_code == 0
+    assert f"kprof: reading {GRAPH.name}: " in res.stderr and "% of" in res.stderr

@@ -181,3 +181,64 @@ def test_rpd_chrome_json_points_to_the_rpd() -> None:
         KprofInputError, match=r"rpd_matmul_result_chrome.json: not a Kineto trace .*give kprof the \.rpd"
     ):
         load_trace(real("rpd_matmul_result_chrome.json"))
+
+
+def test_truncated_gzip_recovers_like_plain_json(tmp_path: Path) -> None:
+    """--recover on a cut .json.gz keeps every event inflated before the cut (gzip.open used to
+    drop the last block's output and fail)."""
+    data = gzip.decompress(EAGER.read_bytes())
+    packed = gzip.compress(data)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(packed[: int(len(packed) * 0.6)])
+    with pytest.raises(KprofInputError, match="cut.json.gz: gzip stream ends early.*--recover"):
+        kineto.load(path)
+    t = kineto.load(path, recover=True)
+    assert any("truncated" in w for w in t.warnings)
+    kept = (t.events["kind"] == "kernel").sum()
+    assert 100 < kept < (load_trace(EAGER).events["kind"] == "kernel").sum()
+
+
+def test_boundaries_inside_strings_and_lists_are_not_cuts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``}, {`` inside a name or a nested list of objects: with tiny pieces many cuts land there, and
+    the table must still equal the one-piece read."""
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"k{i % 3} }}, {{ odd",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10 * i,
+            "dur": 5,
+            "args": {"device": 0, "stream": 7, "correlation": i, "shapes": [{"a": 1}, {"b": 2}] * 3},
+        }
+        for i in range(200)
+    ]
+    path = _write(tmp_path, "odd.json", json.dumps({"traceEvents": events}, indent=1))
+    whole = kineto.load(path).events
+    monkeypatch.setattr(kineto, "PIECE_BYTES", 97)
+    assert kineto.load(path).events.equals(whole)
+    assert len(whole) == 200 and whole["name"].str.contains("}, {").all()
+
+
+def test_a_stretch_without_boundaries_is_read_in_linear_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Megabytes of blanks between events: each chunk is searched once (the bytes searched stay
+    within twice the file), and a stretch beyond the limit is one line, not minutes of work."""
+    path = tmp_path / "blank.json"
+    event = json.dumps({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2})
+    path.write_bytes(b'{"traceEvents": [' + event.encode() + b"," + b" " * (8 << 20) + event.encode() + b"]}")
+    searched = []
+    window = kineto._Pending.window
+
+    def counting(self: kineto._Pending) -> tuple[bytes, int]:
+        out = window(self)
+        searched.append(len(out[0]))
+        return out
+
+    monkeypatch.setattr(kineto._Pending, "window", counting)
+    monkeypatch.setattr(kineto, "PIECE_BYTES", 1 << 16)
+    assert len(kineto.load(path).events) == 2
+    assert sum(searched) < 2 * path.stat().st_size
+    monkeypatch.setattr(kineto, "MAX_EVENT_BYTES", 1 << 20)
+    with pytest.raises(KprofInputError, match="blank.json: no complete event within 1 MiB"):
+        kineto.load(path)

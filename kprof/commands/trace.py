@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,9 +29,10 @@ def run_trace(
     kernel_filter: re.Pattern[str] | None = None,
     recover: bool | None = None,
     save: Path | None = None,
+    on_progress: Callable[[Path, int, int], None] | None = None,
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
-    traces = load_traces(files, recover=recover, step_pattern=step_pattern)
+    traces = load_traces(files, recover=recover, step_pattern=step_pattern, on_progress=on_progress)
     tables = [trace_tables(t, pattern, kernel_filter) for t in traces]
     result = TraceResult(traces=traces, tables=tables)
     if save is not None:

@@ -4,6 +4,8 @@ normalized tables (kprof.schema), and assign each kernel its step and annotation
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +14,16 @@ import pyarrow as pa
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges
 from kprof.ingest.registry import LoadOptions, probe
+from kprof.ingest.source import Progress
 from kprof.trace import Trace
 
 
 def load_trace(
-    path: Path, rank: int | None = None, recover: bool | None = None, step_pattern: str | None = None
+    path: Path,
+    rank: int | None = None,
+    recover: bool | None = None,
+    step_pattern: str | None = None,
+    on_progress: Progress | None = None,
 ) -> Trace:
     """Read any supported trace and assign its kernels to steps and annotations.
 
@@ -24,7 +31,7 @@ def load_trace(
     """
     with probe(path) as (fmt, p):
         try:
-            trace = fmt.load(p, LoadOptions(rank=rank, recover=recover))
+            trace = fmt.load(p, LoadOptions(rank=rank, recover=recover, on_progress=on_progress))
         except (pa.ArrowInvalid, OverflowError) as e:
             raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
         except sqlite3.Error as e:
@@ -33,13 +40,19 @@ def load_trace(
     return assign_ranges(trace, step_pattern)
 
 
-def load_traces(paths: list[Path], recover: bool | None = None, step_pattern: str | None = None) -> list[Trace]:
+def load_traces(
+    paths: list[Path],
+    recover: bool | None = None,
+    step_pattern: str | None = None,
+    on_progress: Callable[[Path, int, int], None] | None = None,
+) -> list[Trace]:
     """Several files of one job: each file's own rank where known, else its place on the command line.
     Two files that claim one rank are refused: merging them would count that rank's work twice."""
     traces = []
     claimed: dict[int, Path] = {}
     for i, p in enumerate(paths):
-        t = load_trace(p, recover=recover, step_pattern=step_pattern)
+        progress = None if on_progress is None else partial(on_progress, p)
+        t = load_trace(p, recover=recover, step_pattern=step_pattern, on_progress=progress)
         if t.meta.get("rank_source") != "distributedInfo" and len(paths) > 1:
             t.meta["rank"] = i
             t.events["rank"] = i

@@ -14,7 +14,7 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from kprof.errors import KprofInputError
-from kprof.ingest.source import SQLITE_MAGIC, head, local_sqlite
+from kprof.ingest.source import SQLITE_MAGIC, Progress, head, local_sqlite
 from kprof.trace import Trace
 
 
@@ -67,6 +67,7 @@ class Probe:
 class LoadOptions:
     rank: int | None = None  # None: the file's own rank where it has one, else 0
     recover: bool | None = None  # keep every complete event of a truncated file
+    on_progress: Progress | None = None  # (bytes read, file size), for formats read as a stream
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import gzip
 import io
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -43,6 +43,73 @@ def open_binary(path: Path) -> Iterator[BinaryIO]:
     else:
         with path.open("rb") as f:
             yield f
+
+
+Progress = Callable[[int, int], None]  # (bytes of the file read so far, size of the file)
+_RAW_BYTES = 1 << 20
+
+
+def stream_chunks(
+    path: Path, size: int, allow_truncated: bool = False, on_progress: Progress | None = None
+) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in chunks of at most ``size``, in bounded memory.
+
+    gzip is inflated here, not by ``gzip.open``: a truncated ``.json.gz`` then still gives every
+    byte before the cut (``gzip.open`` drops the last block's output when it raises), so
+    ``--recover`` works on it as on plain JSON. Without ``allow_truncated`` a cut stream is a
+    one-line error.
+    """
+    check_file(path)
+    total = path.stat().st_size
+    with path.open("rb") as raw:
+        if raw.read(2) != GZIP_MAGIC:
+            raw.seek(0)
+            while chunk := raw.read(size):
+                if on_progress:
+                    on_progress(raw.tell(), total)
+                yield chunk
+            return
+        raw.seek(0)
+        yield from _inflate(raw, path, size, total, allow_truncated, on_progress)
+
+
+def _inflate(
+    raw: BinaryIO, path: Path, size: int, total: int, allow_truncated: bool, on_progress: Progress | None
+) -> Iterator[bytes]:
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = b""  # compressed input not yet inflated (max_length keeps each output chunk bounded)
+    while True:
+        if not pending:
+            pending = raw.read(_RAW_BYTES)
+            if on_progress:
+                on_progress(raw.tell(), total)
+        if not pending:  # end of the file: what zlib still holds, then was the member complete?
+            try:
+                tail = inflater.flush()
+            except zlib.error as e:
+                raise KprofInputError(path, f"gzip data is damaged ({e})") from None
+            if tail:
+                yield tail
+            if inflater.eof:
+                return
+            if allow_truncated:
+                return
+            raise KprofInputError(path, "gzip stream ends early (truncated file); --recover keeps every complete event")
+        try:
+            out = inflater.decompress(pending, size)
+        except zlib.error as e:
+            raise KprofInputError(path, f"gzip data is damaged ({e})") from None
+        pending = inflater.unconsumed_tail
+        if out:
+            yield out
+        if inflater.eof:  # end of one gzip member: another may follow (concatenated .gz files)
+            rest = inflater.unused_data  # (unconsumed_tail repeats it)
+            while not rest.strip(b"\x00"):  # only zero padding so far: is there more?
+                more = raw.read(_RAW_BYTES)
+                if not more:
+                    return
+                rest += more
+            inflater, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
 
 
 def read_chunks(stream: BinaryIO, path: Path, size: int) -> Iterator[bytes]:

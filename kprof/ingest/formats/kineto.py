@@ -26,7 +26,7 @@ from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.ingest.source import open_binary, read_chunks
+from kprof.ingest.source import Progress, stream_chunks
 from kprof.trace import Trace, events_table, range_table
 
 PIECE_BYTES = 4 << 20
@@ -325,67 +325,160 @@ def _joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
 
 
-def _last_boundary(buf: bytes, start: int) -> re.Match[bytes] | None:
-    """The last ``}, {`` event boundary at or after ``start``, searching backwards in windows."""
-    window = 1 << 20
-    lo = max(start, len(buf) - window)
-    while True:
-        last = None
-        for last in _BOUNDARY.finditer(buf, lo):  # noqa: B007 - only the last match is wanted
-            pass
-        if last is not None or lo == start:
-            return last
-        lo = max(start, lo - 4 * window)
+# A boundary's text (``}``, blanks, ``,``, blanks, ``{``) may straddle two chunks by this much.
+_BOUNDARY_REACH = 256
+# Bytes without a complete event before kprof gives up: a larger single event is not a trace event.
+MAX_EVENT_BYTES = 64 << 20
+_EARLIER_CUTS = 8  # cuts tried, last first, when one lands inside a string or a nested object
 
 
-class _SplitFailed(Exception):
-    """A piece cut at a boundary did not decode: the cut was not between two events."""
+def _last_boundary(buf: bytes, lo: int, hi: int) -> re.Match[bytes] | None:
+    """The last ``}, {`` event boundary starting in ``buf[lo:hi]`` (found from the end, by ``}``)."""
+    while hi > lo:
+        pos = buf.rfind(b"}", lo, hi)
+        if pos < 0:
+            return None
+        m = _BOUNDARY.match(buf, pos)
+        if m is not None:
+            return m
+        hi = pos
+    return None
 
 
-def _decode_piece(decode: Callable[[bytes], Any], data: bytes) -> Any:
+class _CutInside(Exception):
+    """A piece ended inside an event (a ``}, {`` within a string or a nested list): cut earlier."""
+
+
+def _decode_piece(path: Path, decode: Callable[[bytes], Any], data: bytes) -> Any:
     try:
         return decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as err:
-        raise _SplitFailed(str(err)) from None
+    except msgspec.ValidationError as err:
+        raise _field_type_error(path, err) from None
+    except msgspec.DecodeError as err:
+        if "truncated" in str(err):
+            raise _CutInside from None
+        raise KprofInputError(path, f"malformed JSON: {err}") from None
 
 
-def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders) -> None:
+@dataclass
+class _Pending:
+    """Bytes read but not yet decoded, kept as a list of chunks so that a long stretch without a
+    boundary costs linear time: only the newest chunk (and a few bytes before it) is searched."""
+
+    parts: list[bytes] = field(default_factory=list)
+    size: int = 0
+    searched: int = 0  # boundaries before this offset have been looked for already
+    events_at: int = -1  # offset of "traceEvents" (object form): no cut may come before it
+
+    def add(self, chunk: bytes) -> None:
+        self.parts.append(chunk)
+        self.size += len(chunk)
+
+    def window(self) -> tuple[bytes, int]:
+        """The unsearched bytes and a little before them, and that window's offset."""
+        start = max(self.searched - _BOUNDARY_REACH, 0)
+        tail, offset, need = [], self.size, self.size - start
+        for part in reversed(self.parts):
+            if need <= 0:
+                break
+            take = part[-need:] if need < len(part) else part
+            tail.append(take)
+            offset -= len(take)
+            need -= len(take)
+        return b"".join(reversed(tail)), offset
+
+    def joined(self) -> bytes:
+        data = b"".join(self.parts)
+        self.parts = [data]
+        return data
+
+    def keep_from(self, data: bytes, start: int) -> None:
+        rest = data[start:]
+        self.parts, self.size, self.searched = [rest], len(rest), 0
+        self.events_at = -1 if self.events_at < 0 else 0
+
+
+def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders, on_progress: Progress | None) -> None:
     """Decode the file piece by piece into ``collector``; see the module docstring."""
-    with open_binary(path) as f:
-        buf = b""
-        array_form: bool | None = None
-        first = True
-        for chunk in read_chunks(f, path, PIECE_BYTES):
-            buf = buf + chunk if buf else chunk
-            if array_form is None:
-                stripped = buf.lstrip()
-                if not stripped:
-                    continue
-                if stripped[:1] not in (b"{", b"["):
-                    raise KprofInputError(path, "not JSON (expected a Kineto trace object)")
-                array_form = stripped[:1] == b"["
-            start = 0
-            if first and not array_form:
-                start = buf.find(_EVENTS_KEY)
-                if start < 0:
-                    continue
-            cut = _last_boundary(buf, start)
-            if cut is None:
+    pending = _Pending()
+    array_form: bool | None = None
+    first = True
+    for chunk in stream_chunks(path, PIECE_BYTES, allow_truncated=recover, on_progress=on_progress):
+        if array_form is None:  # leading blanks are dropped as they come
+            chunk = chunk.lstrip()
+            if not chunk:
                 continue
-            piece, buf = buf[: cut.start() + 1], buf[cut.end() - 1 :]
+            if chunk[:1] not in (b"{", b"["):
+                raise KprofInputError(path, "not JSON (expected a Kineto trace object)")
+            array_form = chunk[:1] == b"["
+        pending.add(chunk)
+        window, offset = pending.window()
+        if first and not array_form and pending.events_at < 0:
+            found = window.find(_EVENTS_KEY)
+            if found >= 0:
+                pending.events_at = offset + found
+        pending.searched = pending.size
+        if first and not array_form and pending.events_at < 0:
+            _check_size(path, pending)
+            continue
+        lo = max(pending.events_at - offset, 0) if first and not array_form else 0
+        cut = _last_boundary(window, lo, len(window))
+        if cut is None:
+            _check_size(path, pending)
+            continue
+        data = pending.joined()
+        first = _take_piece(path, collector, data, offset + cut.start(), array_form, first, dec, pending)
+    if array_form is None:
+        raise KprofInputError(path, "holds only whitespace")
+    data = pending.joined()
+    if first and not array_form and _EVENTS_KEY not in data:
+        raise KprofInputError(path, "a JSON object without traceEvents: not a Kineto trace")
+    opening = b"" if first else (b"[" if array_form else b'{"traceEvents":[')
+    _finish(path, collector, opening + data, array_form, recover, dec)
+
+
+def _take_piece(
+    path: Path,
+    collector: _EventBuffer,
+    data: bytes,
+    cut: int,
+    array_form: bool,
+    first: bool,
+    dec: _Decoders,
+    pending: _Pending,
+) -> bool:
+    """Decode ``data`` up to the boundary at ``cut`` (or an earlier one, when that cut lies inside an
+    event) and keep the rest pending; returns whether the document's head is still to come."""
+    floor = max(pending.events_at, 0)
+    for _ in range(_EARLIER_CUTS):
+        end = cut + 1  # just after the "}" that closes the last whole event
+        try:
             if first:
                 closing = b"]" if array_form else b"]}"
-                _take_document(collector, _decode_piece(_decoder_for(dec, array_form), piece + closing))
-                first = False
+                _take_document(collector, _decode_piece(path, _decoder_for(dec, array_form), data[:end] + closing))
             else:
-                collector.take(_decode_piece(dec.events, b"[" + piece + b"]"))
-            del piece
-        if array_form is None:
-            raise KprofInputError(path, "holds only whitespace")
-        if first and not array_form and _EVENTS_KEY not in buf:
-            raise KprofInputError(path, "a JSON object without traceEvents: not a Kineto trace")
-        opening = b"" if first else (b"[" if array_form else b'{"traceEvents":[')
-        _finish(path, collector, opening + buf, array_form, recover, dec)
+                collector.take(_decode_piece(path, dec.events, b"[" + data[:end] + b"]"))
+        except _CutInside:
+            earlier = _last_boundary(data, floor, cut)
+            if earlier is None:
+                break
+            cut = earlier.start()
+            continue
+        rest = _BOUNDARY.match(data, cut)
+        assert rest is not None
+        pending.keep_from(data, rest.end() - 1)
+        return False
+    pending.searched = pending.size  # no cut decodes yet: wait for the next boundary
+    _check_size(path, pending)
+    return first
+
+
+def _check_size(path: Path, pending: _Pending) -> None:
+    if pending.size > MAX_EVENT_BYTES:
+        raise KprofInputError(
+            path,
+            f"no complete event within {MAX_EVENT_BYTES >> 20} MiB (a single event that large, or not a Kineto trace)",
+        )
 
 
 def _decoder_for(dec: _Decoders, array_form: bool) -> Callable[[bytes], Any]:
@@ -420,12 +513,12 @@ def _finish(path: Path, collector: _EventBuffer, text: bytes, array_form: bool, 
     except msgspec.ValidationError as err:
         raise _field_type_error(path, err) from None
     except msgspec.DecodeError as err:
+        if "truncated" not in str(err):
+            raise KprofInputError(path, f"malformed JSON: {err}") from None
         if not recover:
-            if "truncated" in str(err):
-                raise KprofInputError(
-                    path, "JSON ends before the trace is complete (truncated); --recover keeps every complete event"
-                ) from None
-            raise _SplitFailed(str(err)) from None
+            raise KprofInputError(
+                path, "JSON ends before the trace is complete (truncated); --recover keeps every complete event"
+            ) from None
     closing = b"]" if array_form else b"]}"
     start = max(text.find(_EVENTS_KEY), 0)
     for m in reversed(list(_BOUNDARY.finditer(text, start))):
@@ -451,30 +544,15 @@ def _field_type_error(path: Path, err: msgspec.ValidationError) -> KprofInputErr
     return KprofInputError(path, f"unexpected field type: {err}")
 
 
-def _whole_file(path: Path, collector: _EventBuffer, dec: _Decoders) -> None:
-    """Fallback when a cut landed inside an event: decode the file in one piece."""
-    with open_binary(path) as f:
-        data = b"".join(read_chunks(f, path, PIECE_BYTES))
-    stripped = data.lstrip()
-    try:
-        _take_document(collector, _decoder_for(dec, stripped[:1] == b"[")(stripped))
-    except msgspec.ValidationError as err:
-        raise _field_type_error(path, err) from None
-    except msgspec.DecodeError as err:
-        raise KprofInputError(path, f"malformed JSON: {err}") from None
-
-
-def _collect(path: Path, recover: bool, dec: _Decoders) -> _EventBuffer:
+def _collect(path: Path, recover: bool, dec: _Decoders, on_progress: Progress | None) -> _EventBuffer:
     collector = _EventBuffer(path, dec.exact)
-    try:
-        _stream(path, collector, recover, dec)
-    except _SplitFailed:
-        collector = _EventBuffer(path, dec.exact)
-        _whole_file(path, collector, dec)
+    _stream(path, collector, recover, dec, on_progress)
     return collector
 
 
-def load(path: Path, rank: int | None = None, recover: bool | None = None) -> Trace:
+def load(
+    path: Path, rank: int | None = None, recover: bool | None = None, on_progress: Progress | None = None
+) -> Trace:
     """Read one Kineto trace. ``recover`` (default: on for Kineto's unfinished ``.tmp`` files) keeps
     every complete event of a truncated file and records a warning instead of failing."""
     if recover is None:
@@ -483,9 +561,9 @@ def load(path: Path, rank: int | None = None, recover: bool | None = None) -> Tr
     gc.disable()  # millions of short-lived objects: the cyclic GC would only rescan them
     try:
         try:
-            return _build(path, _collect(path, recover, FAST), rank)
+            return _build(path, _collect(path, recover, FAST, on_progress), rank)
         except _InexactTimes:
-            return _build(path, _collect(path, recover, EXACT), rank)
+            return _build(path, _collect(path, recover, EXACT, on_progress), rank)
     except _TimeOutOfRange:
         raise KprofInputError(path, "a ts or dur value is out of range (beyond int64 nanoseconds)") from None
     finally:
@@ -649,5 +727,5 @@ FORMAT = TraceFormat(
     "kineto",
     "Kineto JSON(.gz) from the PyTorch profiler",
     _is_kineto,
-    lambda p, o: load(p.path, rank=o.rank, recover=o.recover),
+    lambda p, o: load(p.path, rank=o.rank, recover=o.recover, on_progress=o.on_progress),
 )
