@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from kprof import __version__
 from kprof.errors import KprofInputError
+from kprof.report.console import output_console
 
 app = typer.Typer(
     name="kprof",
@@ -66,7 +66,7 @@ def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _write(doc: Any, fmt: Any) -> None:
-    from kprof.report.table import output_console, render
+    from kprof.report.table import render
 
     sys.stdout.write(render(doc, fmt.value, output_console()))
 
@@ -158,7 +158,7 @@ def trace(
     )
     _write(trace_document(result.tables, top or None), fmt)
     if save is not None and fmt.value == "table":
-        Console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
+        output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
 
 @app.command()
@@ -178,9 +178,11 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
 
     from kprof.commands.run import run_and_analyse, total_rounds
     from kprof.engine.events import phase, sentence
+    from kprof.engine.lifeline import exit_on_sigterm
     from kprof.report.run_report import run_document
 
-    err = Console(stderr=True)
+    exit_on_sigterm()
+    err = output_console(stderr=True)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -212,7 +214,10 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
             report = run_and_analyse(folder, on_event)
     except KeyboardInterrupt:
         root = folder.root
-        err.print(f"interrupted: every finished round is in {root}; continue with kprof run --out {root} --resume")
+        err.print(
+            f"interrupted: every finished round is in {root}; continue with kprof run --out {root} --resume",
+            soft_wrap=True,  # a command to copy: never folded
+        )
         raise typer.Exit(130) from None
     err.print(f"run stored in {folder.root}")
     if not quiet:
@@ -372,7 +377,7 @@ def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
 
     if not request.revisions:
         raise KprofInputError("--design bisect", "needs --revisions A..B")
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
 
     def on_event(event: dict[str, Any]) -> None:
         if (text := sentence(event)) is not None:

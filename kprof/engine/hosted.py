@@ -24,6 +24,7 @@ from kprof.engine.capture import samples_per_round
 from kprof.engine.events import Event
 from kprof.engine.gate import check_row
 from kprof.engine.leg_host import outputs_path
+from kprof.engine.lifeline import child_env
 from kprof.engine.parent import last_line
 from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged, sample_rows, store_round
 from kprof.engine.schedule import round_orders
@@ -47,7 +48,7 @@ class Host:
         self.log = folder.root / f".host-c{case_index:03d}-{safe}.log"
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env)
             )
         self.key = key
 

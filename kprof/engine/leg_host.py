@@ -22,6 +22,7 @@ from kprof.correctness import Rule, compare, poison
 from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import check_row, sync
+from kprof.engine.lifeline import die_with_parent
 from kprof.launches import recording
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
@@ -148,6 +149,7 @@ class LegHost:
 
 
 def main() -> None:
+    die_with_parent()
     root, case_index, key = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     # Replies go to the original stdout; anything else printed (a workload, a compiler) to stderr.
     out = os.fdopen(os.dup(1), "w")

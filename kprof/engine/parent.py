@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kprof.engine.events import Event
+from kprof.engine.lifeline import child_env
 from kprof.store.run_folder import RunFolder
 
 MAX_RESTARTS = 4
@@ -75,7 +76,7 @@ def _worker(
     cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip)]
     log = folder.root / f".worker-c{index:03d}.log"
     with log.open("w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))
         assert proc.stdout is not None
         try:
             for line in proc.stdout:

@@ -15,6 +15,7 @@ from pathlib import Path
 from kprof.engine.capture import capture
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import run_gate
+from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.store.run_folder import RunFolder
@@ -54,6 +55,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
 
 
 def main() -> None:
+    die_with_parent()
     root, case_index = Path(sys.argv[1]), int(sys.argv[2])
     skip = set(json.loads(sys.argv[3])) if len(sys.argv) > 3 else set()
     run_case(root, case_index, skip)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,8 @@ import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
+
+from kprof.report.console import output_console
 
 VERDICT_STYLE = {
     "FASTER": "green",
@@ -53,17 +54,6 @@ class Column:
 
 WIDE_TERMINAL = 150
 NAME_MIN_WIDTH = 20
-# Output piped to a file or another program is laid out at this width (tables take only what they
-# need): nothing is folded or left out there, whatever width the terminal had.
-PIPED_WIDTH = 10_000
-
-
-def output_console(stderr: bool = False) -> Console:
-    """A terminal's own width; full width when piped, unless COLUMNS says otherwise."""
-    console = Console(stderr=stderr)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, width=PIPED_WIDTH)
-    return console
 
 
 @dataclass

@@ -1,0 +1,38 @@
+"""Child processes die with their parent: a `kprof run` killed with SIGKILL (or by the OOM killer)
+leaves no worker timing on the GPU for the rest of its round."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+PARENT_ENV = "KPROF_PARENT_PID"
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a child that should die with this process."""
+    return dict(env, **{PARENT_ENV: str(os.getpid())})
+
+
+def die_with_parent() -> None:
+    """Called first thing in a child: on Linux the kernel sends SIGKILL when the parent dies; a
+    parent that died before the request was made is caught by its pid."""
+    parent = os.environ.get(PARENT_ENV)
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != int(parent):
+        os._exit(1)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (``kill PID``, a CI job cancelled) unwinds like Ctrl-C, so the parent stops its
+    children and says how to resume instead of vanishing."""
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise)
