@@ -49,6 +49,25 @@ def test_truncated_anywhere(tmp_path_factory, cut: int) -> None:
     _check(path)
 
 
+PACKED = GRAPH.read_bytes()
+
+
+@SETTINGS
+@given(cut=st.integers(2, len(PACKED) - 1))
+def test_gzip_truncated_anywhere_recovers_or_says_so(tmp_path_factory, cut: int) -> None:
+    """A .json.gz cut anywhere: without --recover one line; with it, every complete event before
+    the cut (never more kernels than the whole file has)."""
+    path = tmp_path_factory.mktemp("gzcut") / "t.json.gz"
+    path.write_bytes(PACKED[:cut])
+    _check(path)
+    try:
+        trace = load_trace(path, recover=True)
+    except KprofInputError as e:
+        assert "\n" not in str(e)
+    else:
+        assert len(trace.events) <= len(load_trace(GRAPH).events)
+
+
 @SETTINGS
 @given(pos=st.integers(0, len(RAW) - 1), data=st.binary(min_size=1, max_size=4))
 def test_bytes_overwritten(tmp_path_factory, pos: int, data: bytes) -> None:
