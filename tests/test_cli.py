@@ -123,3 +123,10 @@ def test_a_long_read_prints_progress_lines(monkeypatch) -> None:
     res = _run("trace", str(GRAPH), "--format", "json")
     assert res.exit_code == 0
     assert f"kprof: reading {GRAPH.name}: " in res.stderr and "% of" in res.stderr
+
+
+def test_steps_that_match_nothing_are_named() -> None:
+    """--steps that matches no range says so, not that the trace lacks ProfilerStep ranges."""
+    res = _run("trace", str(EAGER), "--steps", "no_such_range")
+    assert res.exit_code == 0
+    assert "--steps 'no_such_range' matches no range" in res.stdout and "ProfilerStep#N" not in res.stdout

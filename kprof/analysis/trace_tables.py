@@ -238,6 +238,7 @@ def trace_tables(
         "span_us": span / NS_PER_US,
         "steps": len(steps),
         "step_source": trace.meta.get("step_source"),
+        "step_pattern": step_pattern.pattern,
         "launched_before_window": int(trace.meta.get("launched_before_window", 0)),
     }
     return TraceTables(

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
+from kprof.ingest.assign_ranges import DEFAULT_STEP_PATTERN
 from kprof.report.table import Column, Document, Table, records
 
 # (column of the per-kernel table, header, shown in narrow terminals too)
@@ -104,6 +105,12 @@ def _annotation_table(t: TraceTables, top: int | None) -> Table:
     return table
 
 
+def _no_steps(t: TraceTables) -> str:
+    if t.summary.get("step_pattern") == DEFAULT_STEP_PATTERN:
+        return "no steps found (no ProfilerStep#N ranges; --steps REGEX picks other ranges)"
+    return f"no steps found: --steps {t.summary['step_pattern']!r} matches no range that holds device work"
+
+
 def trace_document(results: list[TraceTables], top: int | None) -> Document:
     doc = Document()
     for t in results:
@@ -112,7 +119,7 @@ def trace_document(results: list[TraceTables], top: int | None) -> Document:
         if len(t.steps):
             doc.table(_step_table(t))
         else:
-            doc.text("no steps found (no ProfilerStep#N ranges; --steps REGEX picks other ranges)")
+            doc.text(_no_steps(t))
         if len(t.annotations):
             doc.table(_annotation_table(t, top))
         for w in t.warnings:
