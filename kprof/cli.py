@@ -117,7 +117,8 @@ def trace(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Trace files: Kineto JSON(.gz), rocprofv3 CSV/JSON/rocpd, RPD. Several files are the ranks of one job."
+            help="Trace files, folders of them, or globs ('ranks/*.json.gz'): Kineto JSON(.gz), rocprofv3 "
+            "CSV/JSON/rocpd, RPD. Several files are the ranks of one job."
         ),
     ],
     steps: Annotated[
@@ -143,9 +144,13 @@ def trace(
             help="Keep every complete event of a truncated trace (default: only for Kineto's unfinished .tmp files).",
         ),
     ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Files read in parallel processes (0: one per core).", min=0)
+    ] = 1,
 ) -> None:
-    """Per-kernel, per-step and per-annotation device time of one or more traces."""
-    from kprof.commands.trace import run_trace
+    """Per-kernel, per-step and per-annotation device time of one or more traces (and, for several
+    ranks, the slowest rank per step, each kernel's spread across ranks and collective wait)."""
+    from kprof.commands.trace import default_jobs, run_trace
     from kprof.report.trace_report import trace_document
 
     result = run_trace(
@@ -155,8 +160,9 @@ def trace(
         recover=recover,
         save=save,
         on_progress=ReadProgress(),
+        jobs=jobs or default_jobs(),
     )
-    _write(trace_document(result.tables, top or None), fmt)
+    _write(trace_document(result.tables, top or None, result.cross), fmt)
     if save is not None and fmt.value == "table":
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 

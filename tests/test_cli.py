@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from conftest import EAGER, GRAPH, real
 from kprof.cli import app
 from kprof.schema import KERNEL_EVENTS
+from kprof.store.trace_folder import read_dataset
 
 runner = CliRunner()
 
@@ -54,14 +54,16 @@ def test_terminal_table_and_save(tmp_path: Path) -> None:
     res = _run("trace", str(GRAPH), "--save", str(tmp_path / "out"))
     assert res.exit_code == 0
     assert "per kernel" in res.stdout and "per step" in res.stdout
-    table = pq.read_table(tmp_path / "out" / "kernel_events.parquet")
-    assert table.schema.names == KERNEL_EVENTS.names
-    assert table.num_rows == 320
+    events = read_dataset(tmp_path / "out" / "kernel_events")
+    assert list(events.columns) == [*(n for n in KERNEL_EVENTS.names if n != "rank"), "rank"]
+    assert len(events) == 320 and set(events["rank"]) == {0}
+    assert (tmp_path / "out" / "kernel_events" / "rank=0").is_dir()  # hive layout
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
     assert meta["kprof_schema_version"] == 2
-    assert set(table.column("file").to_pylist()) == {str(GRAPH)}
-    for name in ("kernels", "steps", "annotations", "ranges"):
+    assert set(events["file"]) == {str(GRAPH)}
+    for name in ("kernels", "steps", "annotations"):
         assert (tmp_path / "out" / f"{name}.parquet").exists()
+    assert (tmp_path / "out" / "ranges" / "rank=0").is_dir()
 
 
 def test_two_ranks_ordered_by_rank() -> None:
@@ -94,7 +96,7 @@ def _one_line_error(res, *words: str) -> None:
 
 def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:
     _one_line_error(_run("trace", str(tmp_path / "missing.json")), "missing.json", "no such file")
-    _one_line_error(_run("trace", str(tmp_path)), "is a directory")
+    _one_line_error(_run("trace", str(tmp_path)), "holds no trace files")
     empty = tmp_path / "empty.json"
     empty.write_bytes(b"")
     _one_line_error(_run("trace", str(empty)), "empty file")

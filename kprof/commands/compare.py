@@ -13,14 +13,23 @@ from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.store.run_folder import RunFolder, is_run_folder
-from kprof.store.trace_folder import load_frame
+from kprof.store.trace_folder import load_frame, read_dataset
 from kprof.trace import Trace, range_table
+
+
+def _saved_events(path: Path) -> Path | None:
+    """The event table of a `kprof trace --save` folder: a dataset partitioned by rank (or, from
+    kprof 0.1, one ``kernel_events.parquet``)."""
+    for candidate in (path / "kernel_events", path / "kernel_events.parquet"):
+        if candidate.exists():
+            return candidate
+    return None
 
 
 def _trace_files(path: Path) -> list[Path]:
     if path.is_dir():
-        if (path / "kernel_events.parquet").exists():
-            return [path / "kernel_events.parquet"]
+        if (saved := _saved_events(path)) is not None:
+            return [saved]
         files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
         if not files:
             raise KprofInputError(path, "holds no trace files")
@@ -30,7 +39,7 @@ def _trace_files(path: Path) -> list[Path]:
 
 def _is_run(path: Path) -> bool:
     """A `kprof run` folder (a `kprof trace --save` folder has a meta.json too, without legs)."""
-    return is_run_folder(path) and not (path / "kernel_events.parquet").exists()
+    return is_run_folder(path) and _saved_events(path) is None
 
 
 def load_side(path: Path, steps: str | None) -> Side:
@@ -46,8 +55,9 @@ def load_side(path: Path, steps: str | None) -> Side:
     pattern = compile_step_pattern(steps)
     side = Side(str(path), "traces")
     for f in _trace_files(path):
-        if f.suffix == ".parquet":
-            trace = Trace(events=load_frame(f), ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
+        if f.suffix == ".parquet" or f.is_dir():
+            events = read_dataset(f) if f.is_dir() else load_frame(f)
+            trace = Trace(events=events, ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
         else:
             trace = load_trace(f, step_pattern=steps)
         tables = trace_tables(trace, pattern)

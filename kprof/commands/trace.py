@@ -1,26 +1,120 @@
-"""`kprof trace`: ingest files, build the per-kernel/step/annotation tables, optionally save them."""
+"""`kprof trace`: ingest files (one per rank), build each rank's per-kernel/step/annotation tables
+and the cross-rank tables, optionally save them.
+
+Each file is read by itself and reduced to its small tables before the next one is held (its
+events go straight to the saved dataset when there is one), so memory does not grow with the
+number of ranks; with ``jobs > 1`` the files are read by a pool of processes.
+"""
 
 from __future__ import annotations
 
+import glob
+import os
 import re
+import shutil
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from kprof.analysis.cross_rank import CrossRank, collective_calls, cross_rank_tables
 from kprof.analysis.trace_tables import TraceTables, trace_tables
-from kprof.ingest import load_traces
+from kprof.errors import KprofInputError
+from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
-from kprof.store.trace_folder import save_frames
-from kprof.trace import Trace
+from kprof.store.trace_folder import prepare_dir, save_frames, write_rank_partition
+
+TRACE_SUFFIXES = (".json", ".gz", ".tmp", ".csv", ".db", ".rpd")
+
+
+@dataclass
+class RankResult:
+    """What one file leaves behind: its tables, its meta and its collective calls (all small)."""
+
+    tables: TraceTables
+    meta: dict[str, Any]
+    collectives: pd.DataFrame
 
 
 @dataclass
 class TraceResult:
-    traces: list[Trace]
-    tables: list[TraceTables]
+    ranks: list[RankResult]
+    cross: CrossRank | None
     saved: list[Path] = field(default_factory=list)
+
+    @property
+    def tables(self) -> list[TraceTables]:
+        return [r.tables for r in self.ranks]
+
+
+@dataclass(frozen=True)
+class _FileJob:
+    path: Path
+    position: int
+    files: int
+    step_pattern: str | None
+    kernel_filter: str | None
+    recover: bool | None
+    save: Path | None
+
+
+def expand_inputs(items: list[Path]) -> list[Path]:
+    """Files as given; a folder gives its trace files; a glob (``ranks/*.json.gz``) its matches."""
+    files: list[Path] = []
+    for item in items:
+        if item.is_dir():
+            found = sorted(p for p in item.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+            if not found:
+                raise KprofInputError(item, "holds no trace files")
+            files += found
+        elif not item.exists() and glob.has_magic(str(item)):
+            found = sorted(Path(p) for p in glob.glob(str(item)) if Path(p).is_file())
+            if not found:
+                raise KprofInputError(item, "matches no file")
+            files += found
+        else:
+            files.append(item)
+    return files
+
+
+def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | None = None) -> RankResult:
+    """Load one file, give it its rank, reduce it to its tables (and save its events)."""
+    progress = None if on_progress is None else (lambda done, total: on_progress(job.path, done, total))
+    trace = load_trace(job.path, recover=job.recover, step_pattern=job.step_pattern, on_progress=progress)
+    if trace.meta.get("rank_source") != "distributedInfo" and job.files > 1:
+        trace.meta["rank"] = job.position
+        trace.events["rank"] = job.position
+    pattern = compile_step_pattern(job.step_pattern)
+    name_filter = re.compile(job.kernel_filter) if job.kernel_filter else None
+    tables = trace_tables(trace, pattern, name_filter)
+    if job.save is not None:
+        write_rank_partition(job.save, int(trace.meta["rank"]), job.position, trace.events, trace.ranges)
+    return RankResult(tables, trace.meta, collective_calls(trace.events))
+
+
+def _check_ranks(results: list[RankResult]) -> None:
+    """Two files that claim one rank: merging them would count that rank's work twice."""
+    claimed: dict[int, str] = {}
+    for r in results:
+        rank = r.tables.rank
+        if rank in claimed:
+            problem = f"claims rank {rank}, as {claimed[rank]} does: give the files of one job, one per rank"
+            raise KprofInputError(r.meta["file"], problem)
+        claimed[rank] = r.meta["file"]
+
+
+def _read_all(
+    jobs_: list[_FileJob], jobs: int, on_progress: Callable[[Path, int, int], None] | None
+) -> list[RankResult]:
+    if jobs <= 1 or len(jobs_) <= 1:
+        return [_read_one(j, on_progress) for j in jobs_]
+    # spawn: a fresh interpreter per worker (no fork of a process that may hold threads)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_)), mp_context=get_context("spawn")) as pool:
+        return list(pool.map(_read_one, jobs_))
 
 
 def run_trace(
@@ -30,25 +124,45 @@ def run_trace(
     recover: bool | None = None,
     save: Path | None = None,
     on_progress: Callable[[Path, int, int], None] | None = None,
+    jobs: int = 1,
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
-    traces = load_traces(files, recover=recover, step_pattern=step_pattern, on_progress=on_progress)
-    tables = [trace_tables(t, pattern, kernel_filter) for t in traces]
-    result = TraceResult(traces=traces, tables=tables)
+    files = expand_inputs(files)
+    if save is not None:
+        prepare_dir(save)
+        for stale in ("kernel_events", "ranges"):
+            shutil.rmtree(save / stale, ignore_errors=True)
+    work = [
+        _FileJob(f, i, len(files), step_pattern, kernel_filter.pattern if kernel_filter else None, recover, save)
+        for i, f in enumerate(files)
+    ]
+    try:
+        ranks = sorted(_read_all(work, jobs, on_progress), key=lambda r: r.tables.rank)
+        _check_ranks(ranks)
+    except KprofInputError:
+        if save is not None:  # no half-written dataset is left to be mistaken for a whole one
+            for partial in ("kernel_events", "ranges"):
+                shutil.rmtree(save / partial, ignore_errors=True)
+        raise
+    cross = cross_rank_tables([r.tables for r in ranks], [r.collectives for r in ranks]) if len(ranks) > 1 else None
+    result = TraceResult(ranks, cross)
     if save is not None:
         frames = {
-            "kernel_events": pd.concat([t.events for t in traces], ignore_index=True),
-            "ranges": pd.concat([t.ranges for t in traces], ignore_index=True),
-            "kernels": pd.concat([t.kernels.assign(rank=t.rank) for t in tables], ignore_index=True),
-            "steps": pd.concat([t.steps.assign(rank=t.rank) for t in tables], ignore_index=True),
-            "annotations": pd.concat([t.annotations.assign(rank=t.rank) for t in tables], ignore_index=True),
+            "kernels": pd.concat([t.kernels.assign(rank=t.rank) for t in result.tables], ignore_index=True),
+            "steps": pd.concat([t.steps.assign(rank=t.rank) for t in result.tables], ignore_index=True),
+            "annotations": pd.concat([t.annotations.assign(rank=t.rank) for t in result.tables], ignore_index=True),
+            **(cross.frames() if cross is not None else {}),
         }
         meta = {
             "command": "trace",
             "files": [str(f) for f in files],
             "step_pattern": pattern.pattern,
-            "traces": [t.meta for t in traces],
-            "warnings": [w for t in traces for w in t.warnings],
+            "traces": [r.meta for r in ranks],
+            "warnings": [w for t in result.tables for w in t.warnings],
         }
         result.saved = save_frames(save, frames, meta)
     return result
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))

@@ -4,8 +4,6 @@ normalized tables (kprof.schema), and assign each kernel its step and annotation
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -38,29 +36,3 @@ def load_trace(
             raise KprofInputError(path, f"SQLite database could not be read ({e})") from None
     trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
     return assign_ranges(trace, step_pattern)
-
-
-def load_traces(
-    paths: list[Path],
-    recover: bool | None = None,
-    step_pattern: str | None = None,
-    on_progress: Callable[[Path, int, int], None] | None = None,
-) -> list[Trace]:
-    """Several files of one job: each file's own rank where known, else its place on the command line.
-    Two files that claim one rank are refused: merging them would count that rank's work twice."""
-    traces = []
-    claimed: dict[int, Path] = {}
-    for i, p in enumerate(paths):
-        progress = None if on_progress is None else partial(on_progress, p)
-        t = load_trace(p, recover=recover, step_pattern=step_pattern, on_progress=progress)
-        if t.meta.get("rank_source") != "distributedInfo" and len(paths) > 1:
-            t.meta["rank"] = i
-            t.events["rank"] = i
-        rank = int(t.meta["rank"])
-        if rank in claimed:
-            raise KprofInputError(
-                p, f"claims rank {rank}, as {claimed[rank]} does: give the files of one job, one per rank"
-            )
-        claimed[rank] = p
-        traces.append(t)
-    return sorted(traces, key=lambda t: int(t.meta["rank"]))

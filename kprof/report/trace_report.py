@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.analysis.cross_rank import CrossRank
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
 from kprof.ingest.assign_ranges import DEFAULT_STEP_PATTERN
 from kprof.report.table import Column, Document, Table, records
@@ -111,7 +112,55 @@ def _no_steps(t: TraceTables) -> str:
     return f"no steps found: --steps {t.summary['step_pattern']!r} matches no range that holds device work"
 
 
-def trace_document(results: list[TraceTables], top: int | None) -> Document:
+RANK_STEP_VIEW = [
+    ("step", "step"),
+    ("ranks", "ranks"),
+    ("slowest_rank", "slowest rank"),
+    ("slowest_busy_us", "its busy µs"),
+    ("median_busy_us", "median µs"),
+    ("fastest_busy_us", "fastest µs"),
+    ("spread_pct", "spread %"),
+]
+RANK_KERNEL_VIEW = [
+    ("short_name", "kernel"),
+    ("ranks", "ranks"),
+    ("min_us", "min µs"),
+    ("median_us", "median µs"),
+    ("max_us", "max µs"),
+    ("slowest_rank", "slowest rank"),
+    ("spread_pct", "spread %"),
+]
+RANK_COLLECTIVE_VIEW = [
+    ("rank", "rank"),
+    ("collective_us", "collective µs"),
+    ("wait_us", "waiting µs"),
+    ("wait_pct", "waiting %"),
+]
+
+
+def _view_table(title: str, frame: pd.DataFrame, view: list[tuple[str, str]], top: int | None) -> Table:
+    table = Table(title, [Column(h, "left" if c in LEFT else "right", is_name=c in LEFT) for c, h in view])
+    for row in _rows(frame, [c for c, _ in view], top):
+        table.add(*row)
+    if top is not None and len(frame) > top:
+        table.notes.append(f"… {len(frame) - top} more rows (--top to show more)")
+    return table
+
+
+def _cross_rank(doc: Document, cross: CrossRank, top: int | None) -> None:
+    doc.text("across ranks", "rule")
+    if len(cross.steps):
+        doc.table(_view_table("slowest rank per steady step (GPU busy µs)", cross.steps, RANK_STEP_VIEW, top))
+    doc.table(_view_table("each kernel's total µs across ranks", cross.kernels, RANK_KERNEL_VIEW, top))
+    if len(cross.collectives):
+        t = _view_table("collectives (NCCL/RCCL) per rank", cross.collectives, RANK_COLLECTIVE_VIEW, None)
+        t.notes.append("waiting: each call's time beyond its shortest on any rank (the straggler waits least)")
+        doc.table(t)
+    for note in cross.notes:
+        doc.text(note, "warning")
+
+
+def trace_document(results: list[TraceTables], top: int | None, cross: CrossRank | None = None) -> Document:
     doc = Document()
     for t in results:
         doc.text(_title(t), "rule")
@@ -124,7 +173,9 @@ def trace_document(results: list[TraceTables], top: int | None) -> Document:
             doc.table(_annotation_table(t, top))
         for w in t.warnings:
             doc.text(w, "warning")
-    doc.data = to_json(results)
+    if cross is not None:
+        _cross_rank(doc, cross, top)
+    doc.data = to_json(results, cross)
     doc.records = pd.concat([t.kernels.assign(rank=t.rank) for t in results], ignore_index=True)[
         ["rank", *KERNEL_COLUMNS]
     ]
@@ -135,8 +186,9 @@ def _ranked(frame: pd.DataFrame, rank: int) -> list[dict[str, Any]]:
     return [dict(r, rank=rank) for r in records(frame)]
 
 
-def to_json(results: list[TraceTables]) -> dict[str, Any]:
-    """One object: rows of every rank (each row carries ``rank``), and a summary."""
+def to_json(results: list[TraceTables], cross: CrossRank | None = None) -> dict[str, Any]:
+    """One object: rows of every rank (each row carries ``rank``), the cross-rank tables where there
+    are several ranks, and a summary."""
     summaries = [dict(t.summary, steady=t.steady, warnings=t.warnings) for t in results]
     total = {
         "format": ",".join(sorted({str(t.summary["format"]) for t in results})),
@@ -150,4 +202,5 @@ def to_json(results: list[TraceTables]) -> dict[str, Any]:
         "steps": [r for t in results for r in _ranked(t.steps, t.rank)],
         "annotations": [r for t in results for r in _ranked(t.annotations, t.rank)],
         "summary": total,
+        **({name: records(frame) for name, frame in cross.frames().items()} if cross is not None else {}),
     }

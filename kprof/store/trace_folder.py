@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kprof.errors import KprofInputError
@@ -28,14 +29,40 @@ def prepare_dir(out: Path) -> Path:
     return out
 
 
+# The normalized tables are saved as datasets partitioned by rank (hive layout: ``NAME/rank=R/``):
+# pandas, pyarrow, DuckDB and polars read a folder as one table, the rank coming from the path.
+PARTITIONED = {"kernel_events": KERNEL_EVENTS, "ranges": RANGES}
+
+
+def write_rank_partition(out: Path, rank: int, position: int, events: pd.DataFrame, ranges: pd.DataFrame) -> None:
+    """One rank's events and ranges into ``out/kernel_events/rank=R/`` and ``out/ranges/rank=R/``
+    (the rank lives in the path, not in the file: readers would see it twice)."""
+    for name, frame in (("kernel_events", events), ("ranges", ranges)):
+        schema = PARTITIONED[name]
+        table = pa.Table.from_pandas(frame.reindex(columns=schema.names), schema=schema, preserve_index=False)
+        if "rank" in table.column_names:
+            table = table.drop(["rank"])
+        folder = out / name / f"rank={rank}"
+        folder.mkdir(parents=True, exist_ok=True)
+        write_parquet(table, folder / f"part-{position:05d}.parquet")
+
+
+def read_dataset(folder: Path) -> pd.DataFrame:
+    """A partitioned table written by ``write_rank_partition``, with ``rank`` (from the path) as int32."""
+    try:
+        table = pq.read_table(folder, partitioning=ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive"))
+    except (OSError, pa.ArrowException) as e:
+        raise KprofInputError(folder, f"not a readable parquet dataset ({e})") from None
+    return table.to_pandas()
+
+
 def save_frames(out: Path, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> list[Path]:
-    """Write each frame as ``NAME.parquet`` and ``meta.json``; the normalized tables keep their schema."""
+    """Write each (small) frame as ``NAME.parquet`` and ``meta.json``."""
     prepare_dir(out)
-    fixed = {"kernel_events": KERNEL_EVENTS, "ranges": RANGES}
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.parquet"
-        write_parquet(pa.Table.from_pandas(frame, schema=fixed.get(name), preserve_index=False), path)
+        write_parquet(pa.Table.from_pandas(frame, preserve_index=False), path)
         written.append(path)
     meta_path = out / "meta.json"
     write_text(json.dumps(dict(meta, kprof_schema_version=SCHEMA_VERSION), indent=2, default=str) + "\n", meta_path)

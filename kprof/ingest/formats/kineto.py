@@ -212,6 +212,32 @@ def _axis(values: list[int] | None, i: int) -> int:
     return _int_or_null(values[i]) if values and len(values) > i else NULL_INT
 
 
+def _int_column(values: list[Any]) -> np.ndarray:
+    """Decoded ints (None where absent) → int64, NULL_INT for what int64 cannot hold; one numpy
+    call for the usual column, element by element only when a value is out of range."""
+    try:
+        return np.array([NULL_INT if v is None else v for v in values], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([_int_or_null(v) for v in values], dtype=np.int64)
+
+
+_NO_AXES = [NULL_INT] * 3
+
+
+def _axes_columns(values: list[list[int] | None]) -> np.ndarray:
+    """``grid``/``block`` lists → an (n, 3) int64 array, NULL_INT where an axis is missing."""
+    try:
+        return np.array([v if v is not None and len(v) == 3 else _NO_AXES for v in values], dtype=np.int64).reshape(
+            -1, 3
+        )
+    except (OverflowError, TypeError, ValueError):
+        return np.array([[_axis(v, i) for i in range(3)] for v in values], dtype=np.int64).reshape(-1, 3)
+
+
+def _pid_device(pid: int | str | None) -> int:
+    return pid if type(pid) is int else 0
+
+
 @dataclass
 class _EventBuffer:
     """Keeps the fields kprof needs from each decoded piece, as compact int64 chunks, and drops the rest.
@@ -288,21 +314,21 @@ class _EventBuffer:
     def _take_gpu(self, gpu: list[_Event]) -> None:
         if not gpu:
             return
-        args = _batch_args(self.path, [e.args for e in gpu], _decode_gpu_args)
-        cols: dict[str, list[int]] = {k: [] for k in _GPU_INT_FIELDS}
-        for e, a in zip(gpu, args):
-            a = a or _EMPTY_GPU_ARGS
-            pid = e.pid
-            cols["device"].append(_int_or_null(a.device) if a.device is not None else (pid if type(pid) is int else 0))
-            cols["stream"].append(_stream_id(a.stream, e.tid))
-            cols["correlation"].append(_int_or_null(a.correlation))
-            cols["registers"].append(_int_or_null(a.registers))
-            cols["shared"].append(_int_or_null(a.shared))
+        args = [a or _EMPTY_GPU_ARGS for a in _batch_args(self.path, [e.args for e in gpu], _decode_gpu_args)]
+        ints = self.gpu_ints
+        ints["device"].append(
+            _int_column([a.device if a.device is not None else _pid_device(e.pid) for e, a in zip(gpu, args)])
+        )
+        ints["stream"].append(
+            _int_column([a.stream if type(a.stream) is int else _stream_id(a.stream, e.tid) for e, a in zip(gpu, args)])
+        )
+        ints["correlation"].append(_int_column([a.correlation for a in args]))
+        ints["registers"].append(_int_column([a.registers for a in args]))
+        ints["shared"].append(_int_column([a.shared for a in args]))
+        for name in ("grid", "block"):
+            axes = _axes_columns([getattr(a, name) for a in args])
             for i, axis in enumerate("xyz"):
-                cols["grid_" + axis].append(_axis(a.grid, i))
-                cols["block_" + axis].append(_axis(a.block, i))
-        for k, v in cols.items():
-            self.gpu_ints[k].append(np.array(v, dtype=np.int64))
+                ints[f"{name}_{axis}"].append(axes[:, i])
         self.gpu_ints["ts"].append(times_to_ns([e.ts for e in gpu], self.exact))
         self.gpu_ints["dur"].append(times_to_ns([e.dur for e in gpu], self.exact))
 
