@@ -162,9 +162,26 @@ def trace(
         on_progress=ReadProgress(),
         jobs=jobs or default_jobs(),
     )
-    _write(trace_document(result.tables, top or None, result.cross), fmt)
+    _write(trace_document(result.tables, top or None, result.cross, result.skipped), fmt)
     if save is not None and fmt.value == "table":
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
+
+
+@app.command()
+@one_line_errors
+def sql(
+    query: Annotated[
+        str, typer.Argument(help="A DuckDB SELECT over the folder's tables, e.g. 'SELECT * FROM kernels'.")
+    ],
+    folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
+    fmt: Annotated[TraceFormat, typer.Option("--format", help="table, md, csv or json.")] = TraceFormat.table,
+) -> None:
+    """SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented names."""
+    from kprof.commands.sql import run_sql
+    from kprof.report.sql_report import sql_document
+
+    result, tables = run_sql(query, folder)
+    _write(sql_document(result, tables), fmt)
 
 
 @app.command()

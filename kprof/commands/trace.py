@@ -26,6 +26,7 @@ from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.source import head
 from kprof.store.trace_folder import prepare_dir, save_frames, write_rank_partition
 
 TRACE_SUFFIXES = (".json", ".gz", ".tmp", ".csv", ".db", ".rpd")
@@ -45,6 +46,7 @@ class TraceResult:
     ranks: list[RankResult]
     cross: CrossRank | None
     saved: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)  # JSON files of a folder that are not traces
 
     @property
     def tables(self) -> list[TraceTables]:
@@ -62,12 +64,25 @@ class _FileJob:
     save: Path | None
 
 
-def expand_inputs(items: list[Path]) -> list[Path]:
-    """Files as given; a folder gives its trace files; a glob (``ranks/*.json.gz``) its matches."""
+def _looks_like_trace(path: Path) -> bool:
+    """In a folder, a JSON file is taken for a trace only if its head has ``traceEvents`` (or it is
+    an array of events): a job's folder often holds other JSON (configs, provenance)."""
+    if not path.name.endswith((".json", ".json.gz", ".tmp")):
+        return True
+    start = head(path)
+    return b'"traceEvents"' in start or start.lstrip()[:1] == b"["
+
+
+def expand_inputs(items: list[Path]) -> tuple[list[Path], list[Path]]:
+    """Files as given; a folder gives its trace files; a glob (``ranks/*.json.gz``) its matches.
+    Also returns the JSON files of folders that were left out as not traces."""
     files: list[Path] = []
+    skipped: list[Path] = []
     for item in items:
         if item.is_dir():
-            found = sorted(p for p in item.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+            candidates = sorted(p for p in item.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+            found = [p for p in candidates if _looks_like_trace(p)]
+            skipped += [p for p in candidates if p not in found]
             if not found:
                 raise KprofInputError(item, "holds no trace files")
             files += found
@@ -78,7 +93,7 @@ def expand_inputs(items: list[Path]) -> list[Path]:
             files += found
         else:
             files.append(item)
-    return files
+    return files, skipped
 
 
 def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | None = None) -> RankResult:
@@ -127,7 +142,7 @@ def run_trace(
     jobs: int = 1,
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
-    files = expand_inputs(files)
+    files, skipped = expand_inputs(files)
     if save is not None:
         prepare_dir(save)
         for stale in ("kernel_events", "ranges"):
@@ -145,7 +160,7 @@ def run_trace(
                 shutil.rmtree(save / partial, ignore_errors=True)
         raise
     cross = cross_rank_tables([r.tables for r in ranks], [r.collectives for r in ranks]) if len(ranks) > 1 else None
-    result = TraceResult(ranks, cross)
+    result = TraceResult(ranks, cross, skipped=skipped)
     if save is not None:
         frames = {
             "kernels": pd.concat([t.kernels.assign(rank=t.rank) for t in result.tables], ignore_index=True),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -160,8 +162,13 @@ def _cross_rank(doc: Document, cross: CrossRank, top: int | None) -> None:
         doc.text(note, "warning")
 
 
-def trace_document(results: list[TraceTables], top: int | None, cross: CrossRank | None = None) -> Document:
+def trace_document(
+    results: list[TraceTables], top: int | None, cross: CrossRank | None = None, skipped: Sequence[Path] = ()
+) -> Document:
     doc = Document()
+    if skipped:
+        names = ", ".join(p.name for p in skipped)
+        doc.text(f"left out {len(skipped)} JSON file(s) that are not traces (no traceEvents): {names}", "warning")
     for t in results:
         doc.text(_title(t), "rule")
         doc.table(_kernel_table(t, top))

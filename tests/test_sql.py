@@ -1,0 +1,47 @@
+"""`kprof sql`: DuckDB over a saved trace folder (hive-partitioned by rank) and over a run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from kprof.cli import app
+from kprof.store.run_folder import RunFolder
+
+pytest.importorskip("duckdb")
+runner = CliRunner()
+RUN = ROOT / "docs" / "runs" / "h200-2026-11-30-s4" / "gdn_rev"
+
+
+def _rows(query: str, folder: Path) -> list[dict]:
+    res = runner.invoke(app, ["sql", query, str(folder), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["rows"]
+
+
+def test_sql_over_saved_ranks(tmp_path: Path) -> None:
+    from test_trace_collection import _rank_traces
+
+    ranks = _rank_traces(tmp_path / "ranks")
+    assert runner.invoke(app, ["trace", str(ranks), "--save", str(tmp_path / "saved")]).exit_code == 0
+    per_rank = _rows("SELECT rank, count(*) AS n FROM kernel_events GROUP BY rank ORDER BY rank", tmp_path / "saved")
+    assert per_rank == [{"rank": r, "n": 320} for r in range(3)]
+    slowest = _rows("SELECT DISTINCT slowest_rank FROM rank_steps", tmp_path / "saved")
+    assert slowest == [{"slowest_rank": 2}]
+
+
+def test_sql_over_a_run_folder() -> None:
+    (row,) = _rows("SELECT count(*) AS n FROM samples", RUN)
+    assert row["n"] == len(RunFolder(RUN).read("samples"))
+
+
+def test_sql_errors_are_one_line(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["sql", "SELEC 1", str(RUN)])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "syntax error" in res.stderr
+    assert "samples" in res.stderr  # the tables it could have used
+    empty = runner.invoke(app, ["sql", "SELECT 1", str(tmp_path)])
+    assert empty.exit_code == 2 and "holds no kprof tables" in empty.stderr
