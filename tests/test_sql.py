@@ -45,3 +45,17 @@ def test_sql_errors_are_one_line(tmp_path: Path) -> None:
     assert "samples" in res.stderr  # the tables it could have used
     empty = runner.invoke(app, ["sql", "SELECT 1", str(tmp_path)])
     assert empty.exit_code == 2 and "holds no kprof tables" in empty.stderr
+
+
+def test_the_documented_queries_run(tmp_path: Path) -> None:
+    """The three queries of docs/trace.md, as written there, on a saved trace and a stored run."""
+    import re
+
+    text = (ROOT / "docs" / "trace.md").read_text()
+    queries = [" ".join(q.split()) for q in re.findall(r'kprof sql "(.*?)" \S+/\n', text, flags=re.S)]
+    assert len(queries) == 3
+    assert runner.invoke(app, ["trace", str(ROOT / "traces"), "--save", str(tmp_path / "saved")]).exit_code == 0
+    assert len(_rows(queries[0], tmp_path / "saved")) == 10
+    assert {r["rank"] for r in _rows(queries[1], tmp_path / "saved")} == {0, 1}
+    rounds = _rows(queries[2], ROOT / "docs" / "runs" / "h200-2026-11-30" / "gdn_pr")
+    assert [r["round"] for r in rounds] == list(range(1, len(rounds) + 1)) and len(rounds) >= 6
