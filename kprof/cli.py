@@ -521,7 +521,12 @@ def compare_command(
     threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
     steps: Annotated[str | None, typer.Option(help="Step regex for traces (default ProfilerStep#N).")] = None,
     fail_on: Annotated[
-        str | None, typer.Option("--fail-on", help="Exit 1 when a verdict breaks this, e.g. 'slower>2%'.")
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a row breaks this: 'slower>2%' (a SLOWER estimate beyond 2%) or "
+            "'credibly-slower>2%' (its whole 95% interval beyond 2%); 'faster' likewise.",
+        ),
     ] = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,

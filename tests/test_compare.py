@@ -132,6 +132,25 @@ def test_one_loop_trace_per_side_uses_its_steps_as_replicates(tmp_path: Path) ->
     assert gate.exit_code == 1 and "gemm" in gate.stderr
 
 
+def test_credibly_slower_gates_on_the_interval(tmp_path: Path) -> None:
+    """A 3% slower loop: 'slower>2%' fires on the estimate; 'credibly-slower>2%' fires only when the
+    whole interval is beyond 2%, and not for a 1% threshold it cannot clear by 10%."""
+    base = _loop_trace(tmp_path / "base.json", 12, 1.0, seed=1)
+    worse = _loop_trace(tmp_path / "worse.json", 12, 1.03, seed=2)
+    row = _json(str(base), str(worse))["steps"][0]
+    assert row["verdict"] == "SLOWER" and row["ci_high_pct"] < 0
+
+    def gate(rule: str) -> int:
+        return runner.invoke(app, ["compare", str(base), str(worse), "--fail-on", rule]).exit_code
+
+    assert gate("slower>2%") == 1
+    assert gate(f"credibly-slower>{-row['ci_high_pct'] - 0.05:.2f}%") == 1
+    assert gate(f"credibly-slower>{-row['ci_high_pct'] + 0.05:.2f}%") == 0  # the interval reaches inside it
+    assert gate("credibly-faster>0%") == 0
+    short = _loop_trace(tmp_path / "short.json", 5, 1.5, seed=3)  # ONE SAMPLE: no interval, never fires
+    assert runner.invoke(app, ["compare", str(base), str(short), "--fail-on", "credibly-slower>1%"]).exit_code == 0
+
+
 def test_a_short_trace_stays_one_sample(tmp_path: Path) -> None:
     a = _loop_trace(tmp_path / "a.json", 5, 1.0, seed=1)
     b = _loop_trace(tmp_path / "b.json", 5, 40.0, seed=2)

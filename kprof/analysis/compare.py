@@ -181,24 +181,46 @@ def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
     return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates)
 
 
-FAIL_ON = re.compile(r"^(slower|faster)>(\d+(?:\.\d+)?)%$")
+FAIL_ON = re.compile(r"^(credibly-)?(slower|faster)>(\d+(?:\.\d+)?)%$")
 
 
-def parse_gate(rule: str) -> tuple[str, float]:
-    """``slower>2%`` → ("SLOWER", 2.0); None when the rule is not of that form."""
+@dataclass(frozen=True)
+class Gate:
+    """``slower>2%``: a SLOWER verdict whose estimate is beyond 2% (a true 2% regression fails it
+    about half the time). ``credibly-slower>2%``: the whole 95% interval is beyond 2%, so the gate
+    fires only on a regression the data show to exceed 2%; rows without an interval never fire it."""
+
+    direction: str  # "SLOWER" or "FASTER"
+    size: float
+    credibly: bool = False
+
+    def breaks(self, row: pd.Series) -> bool:
+        if self.credibly:
+            bound = row.get("ci_high_pct") if self.direction == "SLOWER" else row.get("ci_low_pct")
+            if bound is None or pd.isna(bound):
+                return False
+            return bound < -self.size if self.direction == "SLOWER" else bound > self.size
+        return row.get("verdict") == self.direction and abs(row["effect_pct"]) > self.size
+
+
+def parse_gate(rule: str) -> Gate:
+    """``slower>2%`` → Gate("SLOWER", 2.0); ``credibly-faster>1%`` → Gate("FASTER", 1.0, True)."""
     m = FAIL_ON.match(rule.strip().lower())
     if not m:
         raise ValueError(rule)
-    return m.group(1).upper(), float(m.group(2))
+    return Gate(m.group(2).upper(), float(m.group(3)), credibly=m.group(1) is not None)
 
 
-def gate_failures(comparison: Comparison, direction: str, size: float) -> list[str]:
-    """Rows with a verdict in ``direction`` whose effect is beyond ``size`` percent."""
+def gate_failures(comparison: Comparison, gate: Gate) -> list[str]:
+    """The rows (legs, kernels, steps) that break ``gate``, each as a line naming the row and effect."""
     broken = []
     for table, label in ((comparison.kernels, "short_name"), (comparison.steps, "metric"), (comparison.legs, "leg")):
         if not len(table) or "effect_pct" not in table:
             continue
         for _, r in table.iterrows():
-            if r.get("verdict") == direction and abs(r["effect_pct"]) > size:
-                broken.append(f"{r[label]}: {r['effect_pct']:+.2f}% ({direction})")
+            if "effect_pct" in r and not pd.isna(r["effect_pct"]) and gate.breaks(r):
+                interval = (
+                    f" [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]" if not pd.isna(r.get("ci_low_pct")) else ""
+                )
+                broken.append(f"{r[label]}: {r['effect_pct']:+.2f}%{interval} ({r.get('verdict')})")
     return broken

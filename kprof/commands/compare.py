@@ -75,9 +75,9 @@ def compare(a_path: Path, b_path: Path, threshold_pct: float = 0.5, steps: str |
 
 
 def failures(comparison: Comparison, rule: str) -> list[str]:
-    """Rows that break ``slower>2%`` (or ``faster>…``): a verdict in that direction beyond the size."""
+    """Rows that break ``slower>2%``, ``credibly-slower>2%`` (or the ``faster`` forms)."""
     try:
-        direction, size = parse_gate(rule)
+        gate = parse_gate(rule)
     except ValueError:
-        raise KprofInputError("--fail-on", f"expected e.g. 'slower>2%', got {rule!r}") from None
-    return gate_failures(comparison, direction, size)
+        raise KprofInputError("--fail-on", f"expected e.g. 'slower>2%' or 'credibly-slower>2%', got {rule!r}") from None
+    return gate_failures(comparison, gate)
