@@ -33,31 +33,27 @@ def is_gzip(path: Path) -> bool:
         return f.read(2) == GZIP_MAGIC
 
 
-@contextmanager
-def open_binary(path: Path) -> Iterator[BinaryIO]:
-    """Open ``path`` for streaming reads, decompressing gzip transparently."""
-    check_file(path)
-    if is_gzip(path):
-        with gzip.open(path, "rb") as f:
-            yield f  # type: ignore[misc]
-    else:
-        with path.open("rb") as f:
-            yield f
-
-
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, size of the file)
 _RAW_BYTES = 1 << 20
 
 
+TRUNCATED_GZIP = "gzip stream ends early (truncated file)"
+
+
 def stream_chunks(
-    path: Path, size: int, allow_truncated: bool = False, on_progress: Progress | None = None
+    path: Path,
+    size: int,
+    allow_truncated: bool = False,
+    on_progress: Progress | None = None,
+    truncated: str = TRUNCATED_GZIP,
 ) -> Iterator[bytes]:
-    """The file's (decompressed) bytes in chunks of at most ``size``, in bounded memory.
+    """The file's (decompressed) bytes in chunks of at most ``size``, in bounded memory: the one
+    way kprof reads a plain or gzipped file.
 
     gzip is inflated here, not by ``gzip.open``: a truncated ``.json.gz`` then still gives every
     byte before the cut (``gzip.open`` drops the last block's output when it raises), so
-    ``--recover`` works on it as on plain JSON. Without ``allow_truncated`` a cut stream is a
-    one-line error.
+    ``--recover`` works on it as on plain JSON. Without ``allow_truncated`` a cut stream is the
+    one-line error ``truncated``.
     """
     check_file(path)
     total = path.stat().st_size
@@ -70,12 +66,14 @@ def stream_chunks(
                 yield chunk
             return
         raw.seek(0)
-        yield from _inflate(raw, path, size, total, allow_truncated, on_progress)
+        yield from _inflate(raw, path, size, total, None if allow_truncated else truncated, on_progress)
 
 
 def _inflate(
-    raw: BinaryIO, path: Path, size: int, total: int, allow_truncated: bool, on_progress: Progress | None
+    raw: BinaryIO, path: Path, size: int, total: int, truncated: str | None, on_progress: Progress | None
 ) -> Iterator[bytes]:
+    """gzip members inflated as read; a cut stream ends quietly when ``truncated`` is None, else
+    fails with that text."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     pending = b""  # compressed input not yet inflated (max_length keeps each output chunk bounded)
     while True:
@@ -90,11 +88,9 @@ def _inflate(
                 raise KprofInputError(path, f"gzip data is damaged ({e})") from None
             if tail:
                 yield tail
-            if inflater.eof:
+            if inflater.eof or truncated is None:
                 return
-            if allow_truncated:
-                return
-            raise KprofInputError(path, "gzip stream ends early (truncated file); --recover keeps every complete event")
+            raise KprofInputError(path, truncated)
         try:
             out = inflater.decompress(pending, size)
         except zlib.error as e:
@@ -112,24 +108,9 @@ def _inflate(
             inflater, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
 
 
-def read_chunks(stream: BinaryIO, path: Path, size: int) -> Iterator[bytes]:
-    """Yield ``size``-byte chunks; a damaged gzip stream becomes a one-line input error."""
-    while True:
-        try:
-            chunk = stream.read(size)
-        except EOFError as e:
-            raise KprofInputError(path, "gzip stream ends early (truncated file)") from e
-        except (OSError, zlib.error) as e:
-            raise KprofInputError(path, f"gzip data is damaged ({e})") from e
-        if not chunk:
-            return
-        yield chunk
-
-
 def head(path: Path) -> bytes:
     """The first bytes of the (decompressed) file, for format detection."""
-    with open_binary(path) as f:
-        return next(read_chunks(f, path, SNIFF_BYTES), b"")
+    return next(stream_chunks(path, SNIFF_BYTES), b"")
 
 
 @contextmanager
@@ -140,8 +121,8 @@ def local_sqlite(path: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="kprof-") as tmp:
         target = Path(tmp) / (path.stem or "trace.db")
-        with open_binary(path) as src, target.open("wb") as dst:
-            for chunk in read_chunks(src, path, 1 << 22):
+        with target.open("wb") as dst:
+            for chunk in stream_chunks(path, 1 << 22):
                 dst.write(chunk)
         yield target
 

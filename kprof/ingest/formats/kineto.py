@@ -26,7 +26,7 @@ from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.ingest.source import Progress, stream_chunks
+from kprof.ingest.source import TRUNCATED_GZIP, Progress, stream_chunks
 from kprof.trace import Trace, events_table, range_table
 
 PIECE_BYTES = 4 << 20
@@ -421,7 +421,7 @@ class _Pending:
     def keep_from(self, data: bytes, start: int) -> None:
         rest = data[start:]
         self.parts, self.size, self.searched = [rest], len(rest), 0
-        self.events_at = -1 if self.events_at < 0 else 0
+        self.events_at = -1  # the document's head is decoded: later cuts have no floor
 
 
 def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders, on_progress: Progress | None) -> None:
@@ -429,7 +429,9 @@ def _stream(path: Path, collector: _EventBuffer, recover: bool, dec: _Decoders, 
     pending = _Pending()
     array_form: bool | None = None
     first = True
-    for chunk in stream_chunks(path, PIECE_BYTES, allow_truncated=recover, on_progress=on_progress):
+    truncated = f"{TRUNCATED_GZIP}; --recover keeps every complete event"
+    chunks = stream_chunks(path, PIECE_BYTES, allow_truncated=recover, on_progress=on_progress, truncated=truncated)
+    for chunk in chunks:
         if array_form is None:  # leading blanks are dropped as they come
             chunk = chunk.lstrip()
             if not chunk:
@@ -494,8 +496,7 @@ def _take_piece(
         assert rest is not None
         pending.keep_from(data, rest.end() - 1)
         return False
-    pending.searched = pending.size  # no cut decodes yet: wait for the next boundary
-    _check_size(path, pending)
+    _check_size(path, pending)  # no cut decodes yet: wait for the next boundary
     return first
 
 

@@ -14,7 +14,7 @@ import msgspec
 from kprof.errors import KprofInputError
 from kprof.ingest.normalize import cpu_ranges, full_and_short, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.ingest.source import open_binary, read_chunks
+from kprof.ingest.source import stream_chunks
 from kprof.trace import Trace, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
@@ -108,8 +108,7 @@ class _Tool(msgspec.Struct, rename={"processes": "rocprofiler-sdk-tool"}):
 
 
 def load_json(path: Path, rank: int) -> Trace:
-    with open_binary(path) as f:
-        data = b"".join(read_chunks(f, path, 1 << 24))
+    data = b"".join(stream_chunks(path, 1 << 24))
     try:
         doc = msgspec.json.decode(data, type=_Tool)
     except msgspec.ValidationError as e:
