@@ -29,3 +29,13 @@ def real(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"real fixture {name} not present (../shared/fixtures/real is absent)")
     return path
+
+
+def report_fuzz_count(capsys: pytest.CaptureFixture[str], what: str, tried: list, at_least: int) -> None:
+    """Print, past pytest's capture, how many damaged inputs a fuzz test tried, and check it tried
+    enough; skip when the fuzz test itself did not run (e.g. deselected)."""
+    if not tried:
+        pytest.skip("the fuzz test did not run in this session")
+    with capsys.disabled():
+        print(f"\n{what} fuzz: {len(tried)} damaged {what} inputs tried, no traceback")
+    assert len(tried) >= at_least

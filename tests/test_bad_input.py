@@ -6,11 +6,10 @@ import gzip
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import GRAPH
+from conftest import GRAPH, report_fuzz_count
 from kprof.errors import KprofInputError
 from kprof.ingest import load_trace
 
@@ -150,8 +149,4 @@ def test_json_objects_without_trace_events_and_unwritable_outputs_are_one_line_e
 
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged trace files the property tests above tried (it runs last in this file)."""
-    if not TRIED:
-        pytest.skip("the fuzz tests did not run in this session")
-    with capsys.disabled():
-        print(f"\ntrace fuzz: {len(TRIED)} damaged trace files tried, no traceback")
-    assert len(TRIED) >= 150
+    report_fuzz_count(capsys, "trace", TRIED, 150)

@@ -8,12 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from fake_runs import write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from conftest import report_fuzz_count
 from kprof.cli import app
 from kprof.engine.design import design_legs
 
@@ -82,8 +82,4 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
 
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged folders the fuzz test tried (it runs first in this file)."""
-    if not TRIED:
-        pytest.skip("the fuzz test did not run in this session")
-    with capsys.disabled():
-        print(f"\nrun-folder fuzz: {len(TRIED)} damaged folders tried, no traceback")
-    assert len(TRIED) >= 60
+    report_fuzz_count(capsys, "run-folder", TRIED, 60)
