@@ -87,3 +87,13 @@ if wanted sweep; then
   step sweep python3 -m kprof run paged_decode --case b8-s8192 --design endpoints \
     --sweep num_splits=1,2,4,8,16,32 --out "$out/runs/paged_sweep" --format md
 fi
+# Small kernels (5–20 µs): A/A copies and planted delays per timer. Each seed is an independent run
+# (fresh process, fresh captures); SMALL_SEEDS / SMALL_TIMERS narrow it.
+if wanted small; then
+  for timer in ${SMALL_TIMERS:-auto events}; do
+    for seed in ${SMALL_SEEDS:-0 1 2 3}; do
+      step "small-copy-$timer-$seed" python3 -m kprof calibrate copy --case 8MiB --timer "$timer" --seed "$seed" \
+        --out "$out/runs/small_copy_${timer}_$seed" --format json
+    done
+  done
+fi

@@ -49,6 +49,15 @@ SweepBaselineOption = Annotated[
         help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
     ),
 ]
+TimerOption = Annotated[
+    str,
+    typer.Option(
+        "--timer",
+        help="GPU timer: events (CUDA events around each replay), kernel-time (CUPTI activity records: "
+        "first kernel start to last kernel end) or auto (kernel times below the size where the event "
+        "overhead, measured at start, exceeds 1%).",
+    ),
+]
 
 
 def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
@@ -287,6 +296,7 @@ def run(
         ),
     ] = "shared",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
+    timer: TimerOption = "auto",
     torch_leg: Annotated[
         bool,
         typer.Option(
@@ -373,6 +383,7 @@ def run(
             samples=samples,
             buffer_sets=buffer_sets,
             buffers=buffers,
+            timer_mode=timer,
             seed=seed,
             device=device,
             dtype=dtype,
@@ -423,6 +434,7 @@ def calibrate(
     buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)] = 4,
     samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round.")] = None,
     device: Annotated[str | None, typer.Option(help="cuda or cpu.")] = None,
+    timer: TimerOption = "auto",
     dtype: Annotated[str | None, typer.Option(help="Data type.")] = None,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
@@ -445,6 +457,7 @@ def calibrate(
         samples=samples,
         buffer_sets=buffer_sets,
         buffers=buffers,
+        timer_mode=timer,
         seed=seed,
         device=device,
         dtype=dtype,

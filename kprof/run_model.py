@@ -168,6 +168,7 @@ class CaseStatus:
     no_op_legs: list[str] = field(default_factory=list)  # legs that launch exactly what the baseline does
     legs_timed: list[str] = field(default_factory=list)
     baseline_warmup_ns: float | None = None
+    timer: str = ""  # the timer of this case's samples (kernel times for small cases, events above)
     extra: dict[str, Any] = field(default_factory=dict)  # anything else a stage recorded
 
     @property
@@ -207,6 +208,7 @@ class Run:
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
+    timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
     program: list[str] = field(default_factory=list)
     repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
     commits: list[dict[str, Any]] = field(default_factory=list)
@@ -290,6 +292,7 @@ class Run:
             "samples": self.samples,
             "buffer_sets": self.buffer_sets,
             "buffers": self.buffers,
+            "timer_mode": self.timer_mode,
             "seed": self.seed,
             "threshold_pct": self.threshold_pct,
             "features": [asdict(f) for f in self.features],
@@ -351,6 +354,7 @@ class Run:
                 samples=d.get("samples"),
                 buffer_sets=int(d.get("buffer_sets") or 4),
                 buffers=str(d.get("buffers") or "shared"),
+                timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events
                 program=list(d.get("program") or []),
                 repo=d.get("repo"),
                 commits=list(d.get("commits") or []),

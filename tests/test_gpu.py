@@ -183,3 +183,23 @@ def test_gdn_chunked_recurrent_walk_matches_reference(rows: int, chunk: int) -> 
     torch.cuda.synchronize()
     for name, ref in w.reference(state).items():
         assert relative_error(w.outputs(state)[name], ref) < w.reference_rtol, name
+
+
+def test_kernel_times_time_the_kernels_without_the_launch() -> None:
+    """The same graphs timed both ways: the kernel time is shorter than the event time by the launch (a few
+    µs) and still sees a planted spin; the label says which timer ran."""
+    from kprof.timer.cuda import CudaEventTimer
+    from kprof.timer.kernel_time import KERNEL_TIME_LABEL
+
+    timer = CudaEventTimer()
+    x = torch.ones(1 << 22, device="cuda")
+    timer.prepare("plain", lambda: x.mul_(1.0))
+    timer.prepare("spin", lambda: (x.mul_(1.0), torch.cuda._sleep(100_000)))
+    events = timer.time_round(["plain", "spin"], 20)
+    timer.kernel_time = True
+    assert timer.label == KERNEL_TIME_LABEL
+    spans = timer.time_round(["plain", "spin", "plain"], 20)
+    assert len(spans["plain"]) == 40 and len(spans["spin"]) == 20
+    ev_plain, sp_plain = sorted(events["plain"])[10], sorted(spans["plain"])[20]
+    assert 0 < sp_plain < ev_plain
+    assert sorted(spans["spin"])[10] > sp_plain + 10_000

@@ -14,3 +14,11 @@ def test_launch_gap_judgement() -> None:
     assert judge_launch_gap(14_900, 12_260)["gap_ns"] == 2_640  # the §3.3 measurement
     assert "precedes" in judge_launch_gap(14_900, 12_260)["note"]
     assert "no launch gap" in judge_launch_gap(12_300, 12_260)["note"]
+
+
+def test_event_overhead_sets_the_kernel_time_size() -> None:
+    from kprof.timer.self_checks import judge_event_overhead
+
+    out = judge_event_overhead(16_120, 12_340)  # a 32 MiB row sum on the H200 (docs/benchmarks.md)
+    assert out["overhead_ns"] == 3_780 and out["kernel_time_below_ns"] == 378_000
+    assert "378 µs" in out["note"]

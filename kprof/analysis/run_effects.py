@@ -47,6 +47,7 @@ class CaseSummary:
     biased: bool
     quantum_ns: float | None
     rounds_for_threshold: int
+    timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
 
 
 def _quantum(samples: pd.DataFrame) -> float | None:
@@ -110,6 +111,9 @@ def leg_effects(
             biased=biased,
             quantum_ns=_quantum(samples[samples["case"] == case]),
             rounds_for_threshold=S.rounds_needed(sigma, S.pct_threshold_to_log(threshold_pct)) if aa is not None else 0,
+            timer=", ".join(
+                sorted({str(t).split(" ")[0] for t in samples.loc[samples["case"] == case, "timer"].unique()})
+            ),
         )
         t_base = np.exp(logs[baseline]).median()
         declared = [leg.name for leg in legs if leg.name in logs.columns]

@@ -31,6 +31,7 @@ from kprof.engine.schedule import round_orders
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
 from kprof.store.run_folder import RunFolder
+from kprof.timer.kernel_time import KERNEL_TIME_LABEL, run_timer_label, wants_kernel_time
 
 
 class HostDied(Exception):
@@ -135,6 +136,7 @@ class HostedCase:
     failed: dict[str, str]
     on_event: Callable[[Event], None]
     sets: int = 0
+    kernel_time: bool = False  # the case's timer, chosen once for every host
 
     @property
     def case(self) -> str:
@@ -147,18 +149,24 @@ class HostedCase:
     def drive(self) -> None:
         changed = self.gate()
         described = self.hosts[self.base_key].ask("describe", measure="copy_gbps" not in self.run.timer_info)
-        self.run = self.folder.update(timer=described["label"], timer_info={**self.run.timer_info, **described["info"]})
+        info = {**self.run.timer_info, **described["info"]}
+        self.run = self.folder.update(
+            timer=run_timer_label(self.run.timer_mode, described["label"], info), timer_info=info
+        )
         timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
         estimates: dict[str, float] = {}
         for key, host in self.hosts.items():
             estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
         samples = samples_per_round(median(estimates.values()) if estimates else 1.0, self.run.device, self.run.samples)
+        base_ns = estimates.get(self.run.baseline.name, median(estimates.values()) if estimates else 1.0)
+        self.kernel_time = wants_kernel_time(self.run.timer_mode, base_ns, self.run.timer_info, self.run.device)
         self.folder.update_case(
             self.case,
             samples=samples,
             failed=self.failed,
             legs_timed=[leg.name for leg in timed],
             changed_outputs=changed,
+            timer=KERNEL_TIME_LABEL if self.kernel_time else described["label"],
         )
         self.rounds(timed, samples)
 
@@ -215,8 +223,10 @@ class HostedCase:
                 rows = []
                 for slot, i in enumerate(order):
                     leg = timed[i]
-                    times = self.hosts[leg.revision or ""].ask("time", items=[[leg.name, k]], samples=samples)
-                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], run.timer or "")
+                    times = self.hosts[leg.revision or ""].ask(
+                        "time", items=[[leg.name, k]], samples=samples, kernel_time=self.kernel_time
+                    )
+                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], times["label"])
                 cond = base.ask("conditions")["conditions"]
                 if not clock_sagged(cond, clocks):
                     break

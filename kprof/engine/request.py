@@ -16,6 +16,7 @@ from kprof.engine.environment import check_device, default_device, git_state, ve
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
+from kprof.timer.kernel_time import TIMER_MODES
 from kprof.workload import Case, Workload, load_workload
 
 COLLECTORS = ("events", "torch")
@@ -65,6 +66,7 @@ class RunRequest:
     samples: int | None = None
     buffer_sets: int = 4
     buffers: str = "shared"
+    timer_mode: str = "auto"
     seed: int = 0
     device: str | None = None
     dtype: str | None = None
@@ -152,6 +154,8 @@ def plan_run(req: RunRequest) -> Run:
             "a workload runs under events (default) or torch; rocprofv3 wraps "
             "whole programs (kprof run --leg … --collector rocprofv3 -- CMD)",
         )
+    if req.timer_mode not in TIMER_MODES:
+        raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
     if req.buffers not in BUFFERS:
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     if req.dtype is not None and req.dtype not in DTYPES:
@@ -200,6 +204,7 @@ def plan_run(req: RunRequest) -> Run:
         samples=req.samples,
         buffer_sets=req.buffer_sets,
         buffers=req.buffers,
+        timer_mode=req.timer_mode,
         seed=req.seed,
         device=device,
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),

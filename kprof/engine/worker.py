@@ -19,6 +19,7 @@ from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.store.run_folder import RunFolder
+from kprof.timer.kernel_time import run_timer_label
 
 
 def record_timer(ctx: CaseContext) -> None:
@@ -29,7 +30,7 @@ def record_timer(ctx: CaseContext) -> None:
     info = dict(ctx.run.timer_info)
     if "measured_in_case" not in info:
         info.update(timer.describe(), **timer.measure_device(), measured_in_case=ctx.case.name)
-    ctx.run = ctx.folder.update(timer=timer.label, timer_info=info)
+    ctx.run = ctx.folder.update(timer=run_timer_label(ctx.run.timer_mode, timer.label, info), timer_info=info)
 
 
 def run_case(root: Path, case_index: int, skip: set[str]) -> None:
@@ -46,6 +47,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
         no_op_legs=gate.no_ops,
         legs_timed=[ctx.legs[li].name for li in captured.timed],
         baseline_warmup_ns=captured.baseline_warmup_ns,
+        timer=ctx.timer.label,
     )
     run_rounds(ctx, gate, captured)
     if ctx.run.collector == "torch" and ctx.device != "cpu":

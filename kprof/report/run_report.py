@@ -56,6 +56,7 @@ def summary_line(s: CaseSummary) -> str:
         f"A/A {aa_text} ({gate}); {s.rounds} rounds; noise floor ±{s.noise_floor_pct:.2f}%, "
         f"resolvable effect {s.mde_pct:.2f}%, verdict threshold {s.threshold_pct:.2f}%{quantum}; "
         f"rounds needed to resolve the practical threshold: {s.rounds_for_threshold}"
+        + (f"; timer {s.timer}" if s.timer else "")
     )
 
 

@@ -16,6 +16,8 @@ Item = Hashable  # (leg index, buffer set)
 class Timer(Protocol):
     #: written into every sample row's ``timer`` column
     label: str
+    #: time replays by their activity records instead of events (set per case; GPU only)
+    kernel_time: bool
 
     def prepare(self, item: Item, fn: Callable[[], None]) -> None:
         """Make ``fn`` ready to time (capture a graph on a GPU); ``fn`` has already run eagerly."""

@@ -1,11 +1,13 @@
-"""Device time from CUDA (or HIP) events around captured graphs, with a cold-cache flush.
+"""Device time of captured graphs with a cold-cache flush: CUDA (or HIP) events, or kernel times.
 
 One cold sample: ``flush.zero_()`` — a memset of max(512 MiB, 2 × L2)
 bytes (1 GiB on AMD parts, whose Infinity Cache is larger than L2) that also keeps the GPU busy
 while the host queues the rest — then start event, ``graph.replay()``, stop event. A whole round is
-enqueued before one synchronisation. Each graph is replayed once untimed after capture (the first
-replay of a new graph runs slow). Captured graphs do not keep their tensors alive: the caller
-holds every buffer for as long as the timer lives.
+enqueued before one synchronisation. With ``kernel_time`` set (small kernels, see
+kprof.timer.kernel_time) the same replays are timed by their CUPTI activity records instead.
+Each graph is replayed once untimed after capture (the first replay of a new graph runs slow).
+Captured graphs do not keep their tensors alive: the caller holds every buffer for as long as the
+timer lives.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 
 from kprof.timer import Item
 from kprof.timer.clocks import clock_reader
+from kprof.timer.kernel_time import KERNEL_TIME_LABEL, time_round_kernels
 from kprof.timer.self_checks import run_self_checks
 
 MIB = 1 << 20
@@ -31,7 +34,11 @@ def flush_bytes(device: torch.device) -> int:
 
 
 class CudaEventTimer:
-    label = CUDA_LABEL
+    kernel_time = False  # set per case (kprof.timer.kernel_time.wants_kernel_time)
+
+    @property
+    def label(self) -> str:
+        return KERNEL_TIME_LABEL if self.kernel_time else CUDA_LABEL
 
     def __init__(self, device: str = "cuda") -> None:
         self.device = torch.device(device)
@@ -56,6 +63,8 @@ class CudaEventTimer:
         self.graphs[item].replay()
 
     def time_round(self, items: Sequence[Item], samples: int) -> dict[Item, list[float]]:
+        if self.kernel_time:
+            return time_round_kernels({i: self.graphs[i].replay for i in items}, self.flush.zero_, items, samples)
         events: list[tuple[Item, torch.cuda.Event, torch.cuda.Event]] = []
         for item in items:
             graph = self.graphs[item]

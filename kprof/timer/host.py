@@ -17,6 +17,7 @@ HOST_LABEL = "host-clock (CPU, Triton interpreter: not device time)"
 
 class HostTimer:
     label = HOST_LABEL
+    kernel_time = False  # device timing only
 
     def __init__(self) -> None:
         self._fns: dict[Item, Callable[[], None]] = {}

@@ -1,12 +1,15 @@
-"""Start-of-run self-checks: does the flush make samples cold, and is a
-launch gap timed when nothing precedes the start event? The measurements run on the GPU; the
-judgements are plain functions so they can be tested anywhere."""
+"""Start-of-run self-checks: does the flush make samples cold, is a launch gap timed when nothing
+precedes the start event, and how much do events add to a graph replay's kernel time (which sets
+the size below which kernel times time a case)? The measurements run on the GPU; the judgements
+are plain functions so they can be tested anywhere."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
 from typing import Any
+
+from kprof.timer.kernel_time import kernel_time_below_ns, time_round_kernels
 
 FLUSH_AGREEMENT = 0.02  # F and 2F flushes must give the same cold time within 2%
 SPIN_CYCLES = 200_000
@@ -40,6 +43,32 @@ def judge_launch_gap(idle_ns: float, preroll_ns: float) -> dict[str, Any]:
             else "no launch gap measurable"
         ),
     }
+
+
+def judge_event_overhead(events_ns: float, kernel_ns: float) -> dict[str, Any]:
+    overhead = events_ns - kernel_ns
+    below = kernel_time_below_ns(overhead)
+    return {
+        "events_ns": events_ns,
+        "kernel_time_ns": kernel_ns,
+        "overhead_ns": overhead,
+        "kernel_time_below_ns": below,
+        "note": f"events add {overhead / 1e3:.2f} µs to a replay: cases under {below / 1e3:.0f} µs get kernel times",
+    }
+
+
+def _event_overhead(flush: Any, work: Callable[[], None], samples: int = 30) -> dict[str, Any]:
+    """The same captured graph timed both ways, cold: median events time against median kernel time."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        work()
+    graph.replay()
+    torch.cuda.synchronize()
+    events = _median_event_ns(graph.replay, flush.zero_, samples)
+    kernel = time_round_kernels({0: graph.replay}, flush.zero_, [0], samples)[0]
+    return judge_event_overhead(events, statistics.median(kernel))
 
 
 def _median_event_ns(run: Callable[[], None], before: Callable[[], None] | None, samples: int = 20) -> float:
@@ -77,6 +106,8 @@ def run_self_checks(flush: Any, l2_bytes: int) -> dict[str, Any]:
         warm = _median_event_ns(copy, lambda: (copy(), spin()))
         out["flush"] = judge_flush(warm, _median_event_ns(copy, flush.zero_), _median_event_ns(copy, double.zero_))
         del double
+        if torch.version.hip is None:  # the activity-record path is not run on AMD hardware here
+            out["event_overhead"] = _event_overhead(flush, lambda: torch.mul(src, 2, out=dst))
         tiny = torch.zeros(1, device=flush.device)
         bump = lambda: tiny.add_(1)  # noqa: E731
         out["launch_gap"] = judge_launch_gap(_median_event_ns(bump, None), _median_event_ns(bump, spin))
