@@ -56,7 +56,7 @@ def test_each_range_holds_exactly_its_own_streams_work(trace) -> None:
 
 
 def test_annotation_table_times_are_each_streams_own(trace) -> None:
-    table = annotation_table(trace, compile_step_pattern(None)).set_index("annotation")
+    table = annotation_table(trace, compile_step_pattern(None)).set_index("name")
     ev = trace.events
     for name in ("gemms", "triton_and_copy"):
         own_ns = ev.loc[ev["annotation"] == name, "dur_ns"].astype("int64").sum()
@@ -67,14 +67,16 @@ def test_annotation_table_times_are_each_streams_own(trace) -> None:
 
 def test_one_trace_per_side_gives_verdicts_from_its_steps() -> None:
     """The wide trace's GEMMs are 1.5x as long (K 2048 -> 3072): SLOWER with an interval, from the
-    steady steps of one trace per side; the copy, unchanged, is not called SLOWER."""
+    steady steps of one trace per side; the copy, unchanged, is not called SLOWER. The GPU's busy
+    time per step does not grow: the GEMMs stay hidden behind the copy on the other stream."""
     c = compare(NARROW, WIDE)
     assert c.replicates == "steps"
     k = c.kernels.set_index("short_name")
     gemm = k.loc[[n for n in k.index if n.startswith("nvjet")][0]]
     assert gemm["verdict"] == "SLOWER" and gemm["ci_high_pct"] < -20
     assert k.loc["Memcpy HtoD (Pinned -> Device)", "verdict"] != "SLOWER"
-    assert c.steps.iloc[0]["verdict"] == "SLOWER"
+    busy = c.steps.iloc[0]
+    assert busy["verdict"] != "SLOWER" and abs(busy["effect_pct"]) < 2
     assert isinstance(c.kernels, pd.DataFrame) and (c.kernels["n_a"].dropna() == STEPS - 1).all()
 
 
