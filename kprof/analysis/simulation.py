@@ -1,0 +1,127 @@
+"""Synthetic runs with known effects through kprof's own analysis: do the verdicts mean what they print?
+
+Each run draws per-sample times ``t = 100 µs · exp(effect + round drift + noise)`` with lognormal
+noise, a drift shared by every leg of a round (pairing cancels it) and rare outliers (a sample 50%
+slow), then calls the same ``leg_effects`` a real run goes through. The scenarios are the questions
+a user asks of a verdict: is the printed resolvable effect found as often as promised; does SAME
+mean "within my threshold"; does a leg's verdict depend on unrelated legs in the report; do the
+intervals cover the truth. ``tests/test_verdict_rules.py`` runs a small seeded version,
+``benchmarks/verdict_simulation.py`` the full one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from kprof.analysis.run_effects import leg_effects
+from kprof.run_model import Leg, Role
+
+BASE_NS = 100e3
+SAMPLES = 5
+OUTLIER_RATE = 0.01
+TIMER = "cuda-events (synthetic)"
+
+
+@dataclass(frozen=True)
+class Noise:
+    sample_sigma: float  # lognormal SD of one sample
+    round_sigma: float  # lognormal SD of a leg's level in one round (what does not average out)
+    drift_sigma: float = 0.01  # shared by every leg of a round
+
+
+def legs_for(effects: dict[str, float]) -> list[Leg]:
+    """Baseline, one A/A copy, and a leg per named true effect (percent, positive = faster)."""
+    legs = [
+        Leg("baseline", frozenset(), (), frozenset({Role.BASELINE})),
+        Leg("A/A", frozenset(), (), frozenset({Role.AA})),
+    ]
+    return legs + [Leg(name, frozenset({name}), (), frozenset()) for name in effects]
+
+
+def samples_for(
+    effects: dict[str, float], noise: Noise, rounds: int, rng: np.random.Generator, case: str = "c"
+) -> pd.DataFrame:
+    """The samples table of one synthetic run (burn-in round included)."""
+    log_effect = {"baseline": 0.0, "A/A": 0.0} | {k: -math.log1p(v / 100) for k, v in effects.items()}
+    names = list(log_effect)
+    n_legs, n_rounds = len(names), rounds + 1
+    drift = rng.normal(0, noise.drift_sigma, n_rounds)[:, None, None]
+    level = rng.normal(0, noise.round_sigma, (n_rounds, n_legs, 1))
+    eff = np.array([log_effect[n] for n in names])[None, :, None]
+    t = BASE_NS * np.exp(eff + drift + level + rng.normal(0, noise.sample_sigma, (n_rounds, n_legs, SAMPLES)))
+    t = np.where(rng.random(t.shape) < OUTLIER_RATE, t * 1.5, t)
+    r, leg, sample = np.meshgrid(np.arange(n_rounds), np.arange(n_legs), np.arange(SAMPLES), indexing="ij")
+    return pd.DataFrame(
+        {
+            "case": case,
+            "leg": np.array(names)[leg.ravel()],
+            "round": r.ravel(),
+            "sample": sample.ravel(),
+            "time_ns": t.ravel(),
+            "timer": TIMER,
+            "burn_in": r.ravel() == 0,
+        }
+    )
+
+
+def run_once(
+    effects: dict[str, float], noise: Noise, rounds: int, threshold_pct: float, rng: np.random.Generator
+) -> tuple[pd.DataFrame, float]:
+    """One synthetic run's effects table (the legs with a true effect) and its printed resolvable effect."""
+    table, summaries = leg_effects(samples_for(effects, noise, rounds, rng), legs_for(effects), threshold_pct)
+    table = table[table["leg"].isin(list(effects))].copy()
+    table["true_pct"] = table["leg"].map(effects)
+    return table, float(summaries["c"].mde_pct)
+
+
+def covers(row: pd.Series) -> bool:
+    return bool(row["ci_low_pct"] <= row["true_pct"] <= row["ci_high_pct"])
+
+
+def scenario_mde(noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator) -> dict:
+    """A true effect equal to the printed resolvable effect (its median over A/A runs): how often FASTER."""
+    printed = float(np.median([run_once({"x": 0.0}, noise, rounds, threshold_pct, rng)[1] for _ in range(runs // 4)]))
+    hits = [run_once({"x": printed}, noise, rounds, threshold_pct, rng)[0].iloc[0]["verdict"] for _ in range(runs)]
+    return {"printed_mde_pct": printed, "faster_rate": float(np.mean([v == "FASTER" for v in hits]))}
+
+
+def scenario_same(
+    true_pct: float, noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator
+) -> dict:
+    """A real gain beyond the threshold: how often SAME (it should not be)."""
+    verdicts = [run_once({"x": true_pct}, noise, rounds, threshold_pct, rng)[0].iloc[0]["verdict"] for _ in range(runs)]
+    return {v: float(np.mean([x == v for x in verdicts])) for v in ("FASTER", "SAME", "UNRESOLVED")}
+
+
+def scenario_lone(
+    true_pct: float, nulls: int, extra_pct: float | None, noise: Noise, rounds: int, runs: int, rng: np.random.Generator
+) -> dict:
+    """One real effect among ``nulls`` null legs, with or without an unrelated leg of ``extra_pct``."""
+    effects = {"real": true_pct} | {f"null{i}": 0.0 for i in range(nulls)}
+    if extra_pct is not None:
+        effects["unrelated"] = extra_pct
+    found, excludes = [], []
+    for _ in range(runs):
+        row = run_once(effects, noise, rounds, 0.5, rng)[0].set_index("leg").loc["real"]
+        found.append(row["verdict"] == "FASTER")
+        excludes.append(row["ci_low_pct"] > 0)
+    return {"faster_rate": float(np.mean(found)), "interval_excludes_zero": float(np.mean(excludes))}
+
+
+def scenario_coverage(
+    true_pcts: list[float], noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator
+) -> dict:
+    """Coverage of the intervals and wrong-direction or false calls, per true effect."""
+    effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
+    rows = pd.concat([run_once(effects, noise, rounds, threshold_pct, rng)[0] for _ in range(runs)])
+    out = {}
+    for p, g in rows.groupby("true_pct"):
+        wrong = g["verdict"].eq("SLOWER") if p >= 0 else g["verdict"].eq("FASTER")
+        if p == 0:
+            wrong = g["verdict"].isin(["FASTER", "SLOWER"])
+        out[float(p)] = {"coverage": float(g.apply(covers, axis=1).mean()), "false_call_rate": float(wrong.mean())}
+    return out
