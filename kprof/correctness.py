@@ -74,6 +74,36 @@ def relative_error(x: torch.Tensor, ref: torch.Tensor) -> float:
     return diff / scale if scale > 0 else diff
 
 
+def _where(flat: int, shape: torch.Size) -> str:
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return "[" + ", ".join(str(i) for i in reversed(index)) + "]"
+
+
+def mismatch_text(name: str, out: torch.Tensor, expected: torch.Tensor, atol: float, what: str) -> str:
+    """``y: 20 of 4096 elements differ from the baseline by more than 0 (first at [100]; largest
+    |Δ| 1 at [100]: 1.5 vs 0.5)``: how many, where, and by how much, for a failed check."""
+    o, e = out.double().reshape(-1), expected.double().to(out.device).reshape(-1)
+    both_nan = torch.isnan(o) & torch.isnan(e)
+    delta = torch.where(both_nan, torch.zeros_like(o), (o - e).abs())
+    delta = torch.where(torch.isnan(delta), torch.full_like(delta, float("inf")), delta)
+    bad = delta > atol
+    if not bool(bad.any()):  # same values, different bits (-0.0 against 0.0, NaN payloads)
+        bad = ~both_nan & (o.view(torch.int64) != e.view(torch.int64)) if o.numel() else bad
+    count = int(bad.sum())
+    if count == 0:
+        return f"{name}: differs from {what}"
+    first = int(torch.nonzero(bad)[0])
+    worst = int(torch.argmax(torch.where(bad, delta, torch.full_like(delta, -1.0))))
+    return (
+        f"{name}: {count} of {o.numel()} elements differ from {what} by more than {atol:.3g} "
+        f"(first at {_where(first, out.shape)}; largest |Δ| {float(delta[worst]):.3g} at {_where(worst, out.shape)}: "
+        f"{float(o[worst]):.6g} vs {float(e[worst]):.6g})"
+    )
+
+
 @dataclass(frozen=True)
 class CheckResult:
     rule: str
@@ -95,6 +125,7 @@ def compare(
     worst_ref = 0.0
     ok = True
     detail = []
+    ref_name = ""  # the first output off the float64 reference
     for name, out in outputs.items():
         base = baseline[name]
         if rule.kind == "tolerance":
@@ -110,10 +141,19 @@ def compare(
             ok &= torch.equal(out.contiguous().view(torch.uint8), base.contiguous().view(torch.uint8))
         worst_base = max(worst_base, err)
         if reference is not None and name in reference:
-            worst_ref = max(worst_ref, relative_error(out, reference[name]))
+            ref_err = relative_error(out, reference[name])
+            worst_ref = max(worst_ref, ref_err)
+            ref_name = ref_name or (name if ref_err > reference_rtol else "")
         if not ok and not detail:
-            detail.append(f"{name}: {err:g} vs baseline ({rule.describe()})")
+            atol = rule.rtol * float(base.double().abs().max()) if rule.kind == "tolerance" and base.numel() else 0.0
+            worst = f", {err:g} ulp at most" if rule.kind == "ulp" else ""
+            detail.append(f"{mismatch_text(name, out, base, atol, 'the baseline')} ({rule.describe()}{worst})")
     ref_ok = worst_ref <= reference_rtol
     if not ref_ok:
-        detail.append(f"relative error {worst_ref:.3g} vs float64 > {reference_rtol:g}")
+        ref = reference[ref_name] if reference is not None and ref_name else None
+        where = ""
+        if ref is not None:
+            atol = reference_rtol * float(ref.double().abs().max())
+            where = f": {mismatch_text(ref_name, outputs[ref_name], ref, atol, 'float64')}"
+        detail.append(f"relative error {worst_ref:.3g} vs float64 > {reference_rtol:g}{where}")
     return CheckResult(rule.describe(), ok and ref_ok, worst_base, worst_ref, ref_ok, "; ".join(detail))

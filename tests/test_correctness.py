@@ -49,3 +49,15 @@ def test_tolerance_rule_and_reference() -> None:
     assert compare(out, base, None, Rule("tolerance", rtol=1e-2), 1e-2).passed
     assert not compare(out, base, None, Rule("bitwise"), 1e-2).passed
     assert relative_error(out["o"], base["o"]) == pytest.approx(0.0025, rel=1e-4)
+
+
+def test_a_failed_check_says_how_many_elements_differ_where_and_by_how_much() -> None:
+    x = torch.randn(4, 1024)
+    y = x.clone()
+    y.view(-1)[100:120] += 1.0
+    res = compare({"y": y}, {"y": x}, None, Rule("bitwise"), 0.02)
+    assert not res.passed
+    assert res.detail.startswith("y: 20 of 4096 elements differ from the baseline by more than 0 (first at [0, 100];")
+    assert "largest |Δ| 1 at [0, 1" in res.detail and res.detail.endswith("(bitwise)")
+    off = compare({"y": x}, {"y": x}, {"y": x.double() * 3}, Rule("bitwise"), 0.02)
+    assert "relative error 0.667 vs float64 > 0.02: y:" in off.detail and "elements differ from float64" in off.detail

@@ -193,11 +193,15 @@ def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path)
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
-    legs = {r["leg"]: r for r in json.loads(res.stdout)["legs"]}
-    assert legs["working tree"]["verdict"] == "SLOWER"
+    report = json.loads(res.stdout)
+    legs = {r["leg"]: r for r in report["legs"]}
+    # as above: on a busy CPU the host clock's A/A can exclude 0, and then nothing is quoted
+    biased = report["aa"][0]["verdict"] == "BIASED"
+    assert legs["working tree"]["verdict"] == ("BIASED" if biased else "SLOWER")
+    assert legs["working tree"]["effect_pct"] < -20  # twice the work: the estimate is there either way
     assert legs[f"{shas['note3']} note v3"]["verdict"] == "REFERENCE"
     aa = next(r for name, r in legs.items() if name.endswith("(A/A)"))
-    assert aa["verdict"] in {"SAME", "UNRESOLVED"}
+    assert biased or aa["verdict"] in {"SAME", "UNRESOLVED"}
 
 
 def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ and the same tests on a GPU when one is present (device time)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -248,6 +249,22 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     assert not any("no_fit" in leg for leg in legs)
     assert "no_fit" not in status.crashed_legs
     assert status.failed["no_fit"] == "launch: RuntimeError: out of resource: shared memory, Required: 262144"
+
+
+def test_a_baseline_that_fails_the_reference_check_says_so_in_one_line(tmp_path: Path) -> None:
+    """The workload's own float64 reference disagrees with its baseline: the case fails with the leg,
+    the output and the size of the error, and the command ends in one line, exit 2."""
+    path = tmp_path / "wrong_reference.py"
+    path.write_text(USER_WORKLOAD.replace('state["x"].double() * 2', 'state["x"].double() * 3'))
+    out = tmp_path / "wrong"
+    args = ["--device", "cpu", "--preset", "smoke", "--rounds", "6", "--samples", "2", "--out", str(out)]
+    res = runner.invoke(app, ["run", str(path), "--design", "endpoints", "--target", "double_buffer", *args])
+    assert res.exit_code == 2
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith(f"kprof: error: {out}: holds no finished round: 1 case(s) failed")
+    assert "the baseline leg 'baseline' failed its check" in last
+    assert re.search(r"y: \d+ of 4096 elements differ from float64 by more than", last)
+    assert "Traceback" not in res.output
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

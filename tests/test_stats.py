@@ -128,6 +128,13 @@ def test_resolution_formulas_match_the_table() -> None:
     assert S.noise_floor(1.0, 16) == pytest.approx(0.53, abs=0.01)
     assert S.minimum_detectable_effect(1.0, 16) / 1.02 == pytest.approx(0.75, abs=0.01)
     assert S.noise_sigma([0.0, 1.0, -1.0, 0.5, -0.5]) > 0
+    # with a practical threshold above the interval's reach, the estimate must clear the threshold
+    assert S.minimum_detectable_effect(1.0, 16, threshold=1.0) == pytest.approx(1.0 + 0.866 * 1.02 / 4, abs=0.01)
+
+
+def test_fewest_rounds_for_a_verdict() -> None:
+    assert S.fewest_rounds() == 6  # 2/2^6 = 0.031 ≤ 0.05
+    assert S.fewest_rounds(8) == 9  # a lone value in a sweep of 8: 2/2^9 ≤ 0.05/8 < 2/2^8
 
 
 def test_trend_test_detects_ordered_doses() -> None:

@@ -75,7 +75,8 @@ def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> 
 def attribute_run(
     samples: pd.DataFrame, legs: list[Leg], levers: Sequence[str], summaries: dict[str, CaseSummary]
 ) -> pd.DataFrame:
-    """One row per (case, design, lever): estimate, exact 95% interval, p, verdict (BH across all rows)."""
+    """One row per (case, design, lever): estimate, exact 95% interval, p, verdict (Benjamini–Hochberg
+    within each case's design: the levers of one design are one family)."""
     rounds = round_statistics(samples)
     rows: list[dict[str, Any]] = []
     for case in pd.unique(rounds["case"]):
@@ -96,7 +97,7 @@ def attribute_run(
             )
     table = pd.DataFrame(rows)
     if len(table):
-        control_false_discoveries(table, table["verdict"] != "BIASED")
+        control_false_discoveries(table, table["verdict"] != "BIASED", by=["case", "design"])
         # Cases in run order, designs in reading order, levers by name.
         rank = {
             "design": {d: i for i, d in enumerate(DESIGN_ORDER)},
@@ -164,9 +165,9 @@ def sweep_table(
             rows.append(row)
     table = pd.DataFrame(rows)
     tested = table["verdict"] != "BIASED"
-    control_false_discoveries(table, tested)
+    control_false_discoveries(table, tested, by=["case"])  # one family: a case's swept values
     if "lever_p" in table:
-        levers = pd.DataFrame({"p": table["lever_p"], "verdict": table["lever_verdict"]})
-        control_false_discoveries(levers, tested & table["lever_p"].notna())
+        levers = pd.DataFrame({"case": table["case"], "p": table["lever_p"], "verdict": table["lever_verdict"]})
+        control_false_discoveries(levers, tested & table["lever_p"].notna(), by=["case"])
         table["lever_verdict"] = levers["verdict"]
     return table

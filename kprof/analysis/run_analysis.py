@@ -41,6 +41,10 @@ def no_rounds_message(run: Run) -> str:
         failures = run.status(run.case_names[0]).extra.get("failures") or {}
         if failures:
             return f"holds no finished round: every process failed (first: {next(iter(failures.values()))})"
+    failed = [(case, s.reason) for case, s in run.case_status.items() if s.status == "failed" and s.reason]
+    if failed:
+        case, reason = failed[0]
+        return f"holds no finished round: {len(failed)} case(s) failed (first, {case}: {reason})"
     return "holds no finished round yet"
 
 

@@ -1,10 +1,14 @@
 """From raw samples of a run to per-leg effects with intervals and verdicts.
 
 Per (case, leg, round) the within-round statistic is the 20%-trimmed mean of the cold samples;
-per round ``d = ln(t_leg / t_baseline)``; the A/A leg sets the noise floor and gates the case: if
-its interval excludes 0 the case is BIASED and quotes nothing. The practical threshold is
-max(--threshold, the A/A minimum detectable effect). Benjamini–Hochberg runs across every
-comparison in the report.
+per round ``d = ln(t_leg / t_baseline)``. Every A/A copy gates the case: if any copy's interval,
+at level 1 − α/k for k copies (so a clean case is gated at most α of the time), excludes 0, the
+case is BIASED and quotes nothing; the first copy sets the noise floor.
+
+A leg's verdict comes from its own interval and the user's threshold (kprof.analysis.stats.verdict),
+so it never depends on which other legs are in the report. Multiplicity is controlled where a
+family of look-alike comparisons is searched for its best member: the values of a sweep, per case
+(Benjamini–Hochberg); the summary says the fewest rounds at which a verdict is possible.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ class CaseSummary:
     biased: bool
     quantum_ns: float | None
     rounds_for_threshold: int
+    fewest_rounds: int = 6  # below this the exact test cannot give a verdict (a sweep family needs more)
+    aa_copies: int = 1
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
 
 
@@ -77,7 +83,9 @@ def leg_effects(
     rounds = round_statistics(samples)
     by_name = {leg.name: leg for leg in legs}
     baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
-    aa_leg = next((leg.name for leg in legs if leg.has(Role.AA)), None)
+    aa_names = [leg.name for leg in legs if leg.has(Role.AA)]
+    aa_leg = aa_names[0] if aa_names else None
+    swept = sum(leg.has(Role.SWEEP) for leg in legs)
     rows: list[dict[str, Any]] = []
     summaries: dict[str, CaseSummary] = {}
     for case in pd.unique(rounds["case"]):
@@ -95,9 +103,10 @@ def leg_effects(
         n = len(d_all)
         aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg is not None and aa_leg in d_all else None
         sigma = S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan")
-        mde = S.minimum_detectable_effect(sigma, n) if aa is not None else float("inf")
-        threshold = max(S.pct_threshold_to_log(threshold_pct), mde)
-        biased = aa is not None and (aa.low > 0 or aa.high < 0)
+        threshold = S.pct_threshold_to_log(threshold_pct)
+        mde = S.minimum_detectable_effect(sigma, n, threshold) if aa is not None else float("inf")
+        copies = [name for name in aa_names if name in d_all]
+        biased = gated(d_all, copies)
         if aa is not None:
             aa = S.with_verdict(aa, threshold)
         summaries[case] = CaseSummary(
@@ -110,7 +119,9 @@ def leg_effects(
             aa=aa,
             biased=biased,
             quantum_ns=_quantum(samples[samples["case"] == case]),
-            rounds_for_threshold=S.rounds_needed(sigma, S.pct_threshold_to_log(threshold_pct)) if aa is not None else 0,
+            rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
+            fewest_rounds=S.fewest_rounds(max(swept, 1)),
+            aa_copies=len(copies),
             timer=", ".join(
                 sorted({str(t).split(" ")[0] for t in samples.loc[samples["case"] == case, "timer"].unique()})
             ),
@@ -143,17 +154,32 @@ def leg_effects(
             rows.append(row)
     table = pd.DataFrame(rows)
     if len(table):
-        control_false_discoveries(table, table["verdict"].isin(S.VERDICTS) & ~table["leg"].eq(aa_leg))
+        sweep_legs = {leg.name for leg in legs if leg.has(Role.SWEEP)}
+        tested = table["verdict"].isin(S.VERDICTS) & table["leg"].isin(sweep_legs)
+        control_false_discoveries(table, tested, by=["case"])
     return table, summaries
 
 
-def control_false_discoveries(table: pd.DataFrame, tested: pd.Series) -> pd.DataFrame:
-    """Benjamini–Hochberg over the ``tested`` rows of a whole report (in place): a FASTER or SLOWER
-    that does not survive it becomes UNRESOLVED; ``bh_significant`` records the outcome."""
+def gated(d: pd.DataFrame, copies: list[str]) -> bool:
+    """Whether any A/A copy's interval at level 1 − α/k (k copies: Bonferroni) excludes 0."""
+    alpha = S.ALPHA / max(len(copies), 1)
+    for name in copies:
+        _, low, high = S.hodges_lehmann(d[name].to_numpy(), alpha)
+        if low > 0 or high < 0:
+            return True
+    return False
+
+
+def control_false_discoveries(table: pd.DataFrame, tested: pd.Series, by: list[str] | None = None) -> pd.DataFrame:
+    """Benjamini–Hochberg over the ``tested`` rows (in place), within each family of rows that share
+    the ``by`` columns (the whole table when None): a FASTER or SLOWER that does not survive it
+    becomes UNRESOLVED; ``bh_significant`` records the outcome (False for rows not tested)."""
     table["bh_significant"] = False
-    if tested.any():
-        table.loc[tested, "bh_significant"] = S.benjamini_hochberg(table.loc[tested, "p"].to_numpy())
-    demote = table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
+    families = [g.index for _, g in table[tested].groupby(by, sort=False)] if by else [table.index[tested]]
+    for index in families:
+        if len(index):
+            table.loc[index, "bh_significant"] = S.benjamini_hochberg(table.loc[index, "p"].to_numpy())
+    demote = tested & table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
     table.loc[demote, "verdict"] = "UNRESOLVED"
     return table
 

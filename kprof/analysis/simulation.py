@@ -94,7 +94,7 @@ def scenario_same(
 ) -> dict:
     """A real gain beyond the threshold: how often SAME (it should not be)."""
     verdicts = [run_once({"x": true_pct}, noise, rounds, threshold_pct, rng)[0].iloc[0]["verdict"] for _ in range(runs)]
-    return {v: float(np.mean([x == v for x in verdicts])) for v in ("FASTER", "SAME", "UNRESOLVED")}
+    return {v: float(np.mean([x == v for x in verdicts])) for v in ("FASTER", "SAME", "UNRESOLVED", "BIASED")}
 
 
 def scenario_lone(

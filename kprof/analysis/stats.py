@@ -111,12 +111,26 @@ def noise_floor(sigma: float, rounds: int, alpha: float = ALPHA) -> float:
     return float(sps.t.ppf(1 - alpha / 2, rounds - 1) * sigma / math.sqrt(rounds)) if rounds > 1 else math.inf
 
 
-def minimum_detectable_effect(sigma: float, rounds: int, alpha: float = ALPHA, power: float = 0.8) -> float:
-    """Smallest true shift found with probability ``power``: (t(1−α/2) + t(power))·σ/√R, ×1.02 (Wilcoxon)."""
+def minimum_detectable_effect(
+    sigma: float, rounds: int, threshold: float = 0.0, alpha: float = ALPHA, power: float = 0.8
+) -> float:
+    """Smallest true shift called FASTER (or SLOWER) with probability ``power``: the estimate must
+    clear both the interval's reach to 0 and the practical ``threshold``, so
+    max(t(1−α/2)·s, threshold) + t(power)·s with s = 1.02·σ/√R (the Wilcoxon's efficiency)."""
     if rounds < 2:
         return math.inf
-    t = sps.t.ppf(1 - alpha / 2, rounds - 1) + sps.t.ppf(power, rounds - 1)
-    return float(1.02 * t * sigma / math.sqrt(rounds))
+    s = 1.02 * sigma / math.sqrt(rounds)
+    return float(max(sps.t.ppf(1 - alpha / 2, rounds - 1) * s, threshold) + sps.t.ppf(power, rounds - 1) * s)
+
+
+def fewest_rounds(family: int = 1, alpha: float = ALPHA) -> int:
+    """Fewest rounds at which the exact signed-rank test can reach a verdict for one comparison
+    among ``family`` controlled by Benjamini–Hochberg: its smallest p, 2/2^R, must be ≤ α/family
+    (a lone effect). One comparison: 6 rounds (2/64 = 0.031)."""
+    r = 1
+    while 2.0 / 2**r > alpha / family:
+        r += 1
+    return r
 
 
 def rounds_needed(sigma: float, delta: float, alpha: float = ALPHA, power: float = 0.8) -> int:
@@ -175,7 +189,8 @@ def estimate(d: Sequence[float], alpha: float = ALPHA) -> Effect:
 
 def verdict(effect: Effect, threshold: float) -> str:
     """FASTER / SLOWER when the interval excludes 0 and |estimate| ≥ threshold; SAME when the whole
-    interval lies inside ±threshold (equivalence); UNRESOLVED otherwise. ``threshold`` in log units."""
+    interval lies inside ±threshold (equivalence); UNRESOLVED otherwise. ``threshold`` in log units:
+    the user's practical threshold, never widened by the noise (a noisy run says UNRESOLVED)."""
     if -threshold < effect.low and effect.high < threshold:
         return "SAME"
     excludes_zero = effect.low > 0 or effect.high < 0

@@ -22,6 +22,10 @@ from kprof.store.run_folder import RunFolder
 from kprof.timer.kernel_time import run_timer_label
 
 
+class CaseFailed(Exception):
+    """A case that cannot be timed at all; its message is the case's reason."""
+
+
 def record_timer(ctx: CaseContext) -> None:
     """The timer's description, and once per run (the first case to start) its device measurements:
     copy bandwidth and the self-checks."""
@@ -39,6 +43,9 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
     ctx.setup()
     record_timer(ctx)
     gate = run_gate(ctx)
+    base = ctx.legs[ctx.baseline_index].name
+    if base in gate.failed:  # nothing can be compared: say why in the case's one-line reason
+        raise CaseFailed(f"the baseline leg {base!r} failed its check: {gate.failed[base]}")
     captured = capture(ctx, gate)
     ctx.folder.update_case(
         ctx.case.name,
@@ -60,7 +67,11 @@ def main() -> None:
     die_with_parent()
     root, case_index = Path(sys.argv[1]), int(sys.argv[2])
     skip = set(json.loads(sys.argv[3])) if len(sys.argv) > 3 else set()
-    run_case(root, case_index, skip)
+    try:
+        run_case(root, case_index, skip)
+    except CaseFailed as e:
+        print(e, file=sys.stderr)  # the parent records the last line as the case's reason
+        sys.exit(3)
 
 
 if __name__ == "__main__":

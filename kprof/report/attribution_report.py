@@ -28,7 +28,7 @@ DESIGN_TITLES = {
 }
 CONVENTION = (
     "effect = 100·(t_without/t_with − 1): positive = the lever makes it faster; Hodges–Lehmann estimate "
-    "[exact 95% interval] over rounds; verdicts after Benjamini–Hochberg"
+    "[exact 95% interval] over rounds; verdicts after Benjamini–Hochberg within each case's design"
 )
 
 

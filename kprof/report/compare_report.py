@@ -40,7 +40,7 @@ def note(c: Comparison) -> str:
         )
     text = (
         f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; Hodges–Lehmann shift with a "
-        "distribution-free 95% interval; verdicts after Benjamini–Hochberg."
+        "distribution-free 95% interval; verdicts after Benjamini–Hochberg within each table."
     )
     if c.replicates == "steps":
         text += (

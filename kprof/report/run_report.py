@@ -50,13 +50,14 @@ def time_text(us: float) -> str:
 def summary_line(s: CaseSummary) -> str:
     aa = s.aa
     aa_text = "–" if aa is None else f"{aa.effect_pct:+.2f}% [{aa.ci_low_pct:+.2f}, {aa.ci_high_pct:+.2f}]"
-    gate = "BIASED: nothing quoted" if s.biased else "A/A interval holds 0"
+    holds = "A/A interval holds 0" if s.aa_copies <= 1 else f"all {s.aa_copies} A/A copies hold 0"
+    gate = "BIASED: nothing quoted" if s.biased else holds
     quantum = f", timer quantum {s.quantum_ns:.0f} ns" if s.quantum_ns and s.quantum_ns < 1000 else ""
     return (
-        f"A/A {aa_text} ({gate}); {s.rounds} rounds; noise floor ±{s.noise_floor_pct:.2f}%, "
-        f"resolvable effect {s.mde_pct:.2f}%, verdict threshold {s.threshold_pct:.2f}%{quantum}; "
-        f"rounds needed to resolve the practical threshold: {s.rounds_for_threshold}"
-        + (f"; timer {s.timer}" if s.timer else "")
+        f"A/A {aa_text} ({gate}); {s.rounds} rounds (verdicts need ≥ {s.fewest_rounds}); "
+        f"noise floor ±{s.noise_floor_pct:.2f}%, resolvable effect {s.mde_pct:.2f}% (found 80% of the time), "
+        f"threshold ±{s.threshold_pct:.2f}%{quantum}; "
+        f"rounds needed to resolve the threshold: {s.rounds_for_threshold}" + (f"; timer {s.timer}" if s.timer else "")
     )
 
 
