@@ -541,6 +541,13 @@ def compare_command(
             "'credibly-slower>2%' (its whole 95% interval beyond 2%); 'faster' likewise.",
         ),
     ] = None,
+    control: Annotated[
+        str | None,
+        typer.Option(
+            help="Runs: a leg the change does not touch, timed in both; its shift between the runs (a slower "
+            "machine, other clocks) is shown and taken out of every other leg."
+        ),
+    ] = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,
 ) -> None:
@@ -549,7 +556,7 @@ def compare_command(
     from kprof.commands.compare import compare, failures
     from kprof.report.compare_report import compare_document
 
-    result = compare(a, b, threshold, steps)
+    result = compare(a, b, threshold, steps, control)
     broken = failures(result, fail_on) if fail_on else []
     _write(compare_document(result, top or None), fmt)
     if broken:

@@ -167,3 +167,30 @@ def test_compare_errors() -> None:
     ]:
         res = runner.invoke(app, ["compare", *args])
         assert res.exit_code == 2 and res.stderr.count("\n") == 1 and word in res.stderr, (args, res.stderr)
+
+
+def test_a_control_leg_takes_a_machine_wide_shift_out(tmp_path: Path) -> None:
+    """B's machine is 1% slower for every leg and leg x is a further 3% slower: alone, every leg is
+    SLOWER; against the control leg, the shift shows on the CONTROL row and only x is SLOWER."""
+    from fake_runs import write_run
+
+    from kprof.run_model import Leg, Role
+
+    legs = [
+        Leg("baseline", frozenset(), (), frozenset({Role.BASELINE})),
+        Leg("x", frozenset({"x"}), ()),
+        Leg("y", frozenset({"y"}), ()),
+    ]
+    write_run(tmp_path / "a", legs, lambda leg, case: 0.0, seed=1, noise=0.001)
+    write_run(tmp_path / "b", legs, lambda leg, case: 0.01 + (0.03 if leg.name == "x" else 0.0), seed=2, noise=0.001)
+    plain = {r["leg"]: r for r in _json(str(tmp_path / "a"), str(tmp_path / "b"))["legs"]}
+    assert {r["verdict"] for r in plain.values()} == {"SLOWER"}
+    out = _json(str(tmp_path / "a"), str(tmp_path / "b"), "--control", "baseline")
+    legs_out = {r["leg"]: r for r in out["legs"]}
+    assert out["control"] == "baseline" and legs_out["baseline"]["role"] == "CONTROL"
+    shift = legs_out["baseline"]  # the run-level shift itself, with its interval: about -1%
+    assert shift["verdict"] == "SLOWER" and -1.3 < shift["effect_pct"] < -0.7
+    assert legs_out["x"]["verdict"] == "SLOWER" and -3.5 < legs_out["x"]["effect_pct"] < -2.5
+    assert legs_out["y"]["verdict"] != "SLOWER" and abs(legs_out["y"]["effect_pct"]) < 0.5
+    bad = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--control", "nope"])
+    assert bad.exit_code == 2 and "--control: leg 'nope' is not timed in every case" in bad.output

@@ -51,6 +51,7 @@ class Comparison:
     steps: pd.DataFrame
     legs: pd.DataFrame
     replicates: str  # a key of REPLICATES
+    control: str | None = None  # runs: the leg whose shift between the runs is taken out of every other leg
 
     @property
     def has_verdicts(self) -> bool:
@@ -61,7 +62,10 @@ def _verdict_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if not len(table) or "p" not in table:
         return table
-    return control_false_discoveries(table, table["verdict"].isin(S.VERDICTS))
+    tested = table["verdict"].isin(S.VERDICTS)
+    if "role" in table:  # the control leg is the yardstick, not one of the comparisons
+        tested &= table["role"].ne(CONTROL)
+    return control_false_discoveries(table, tested)
 
 
 def _row(key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, repeated: bool) -> dict[str, Any]:
@@ -79,15 +83,32 @@ def _row(key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, re
     return row
 
 
-def _compare_runs(a: Side, b: Side, threshold: float) -> list[dict[str, Any]]:
+CONTROL = "CONTROL"  # the control leg's row: its own shift between the runs, the run-level shift
+
+
+def relative_to(rounds: pd.DataFrame, control: str) -> pd.DataFrame:
+    """Each leg's time per round divided by the control leg's in the same case and round (the
+    control's row keeps its own time): a shift of the whole machine cancels in the ratio."""
+    ctl = rounds[rounds["leg"] == control].set_index(["case", "round"])["t_ns"]
+    ratio = rounds["t_ns"] / ctl.reindex(pd.MultiIndex.from_frame(rounds[["case", "round"]])).to_numpy()
+    return rounds.assign(t_ns=rounds["t_ns"].where(rounds["leg"] == control, ratio)).dropna(subset=["t_ns"])
+
+
+def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> list[dict[str, Any]]:
     ra, rb = a.run_rounds, b.run_rounds
     assert ra is not None and rb is not None
+    if control is not None:
+        ra, rb = relative_to(ra, control), relative_to(rb, control)
     rows = []
     for (case, leg), ga in ra.groupby(["case", "leg"], sort=False):
         gb = rb[(rb["case"] == case) & (rb["leg"] == leg)]
         if len(gb):
             key = {"case": case, "leg": leg}
-            rows.append(_row(key, ga["t_ns"].to_numpy() / 1e3, gb["t_ns"].to_numpy() / 1e3, threshold, True))
+            scale = 1e3 if control is None or leg == control else 1.0  # µs, or a ratio to the control
+            row = _row(key, ga["t_ns"].to_numpy() / scale, gb["t_ns"].to_numpy() / scale, threshold, True)
+            if leg == control:
+                row["role"] = CONTROL
+            rows.append(row)
     return rows
 
 
@@ -156,7 +177,7 @@ def _replicates(a: Side, b: Side) -> str:
     return "none"
 
 
-def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
+def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = None) -> Comparison:
     threshold = S.pct_threshold_to_log(threshold_pct)
     kernels: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
@@ -164,7 +185,7 @@ def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
     replicates = _replicates(a, b)
     metric = "GPU busy µs per step (steady steps)"
     if replicates == "rounds":
-        legs = _compare_runs(a, b, threshold)
+        legs = _compare_runs(a, b, threshold, control)
     elif replicates == "steps":
         ra, rb = a.step_replicates[0], b.step_replicates[0]
         kernels = _compare_steps(ra, rb, threshold)
@@ -178,7 +199,7 @@ def compare_sides(a: Side, b: Side, threshold_pct: float) -> Comparison:
     kt = _verdict_rows(kernels)
     if len(kt):
         kt = kt.sort_values("a", ascending=False, na_position="last").reset_index(drop=True)
-    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates)
+    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates, control)
 
 
 FAIL_ON = re.compile(r"^(credibly-)?(slower|faster)>(\d+(?:\.\d+)?)%$")

@@ -67,11 +67,30 @@ def load_side(path: Path, steps: str | None) -> Side:
     return side
 
 
-def compare(a_path: Path, b_path: Path, threshold_pct: float = 0.5, steps: str | None = None) -> Comparison:
+def compare(
+    a_path: Path, b_path: Path, threshold_pct: float = 0.5, steps: str | None = None, control: str | None = None
+) -> Comparison:
     a, b = load_side(a_path, steps), load_side(b_path, steps)
     if a.kind != b.kind:
         raise KprofInputError(b_path, f"is a {b.kind}, but {a_path} is a {a.kind}: compare like with like")
-    return compare_sides(a, b, threshold_pct)
+    if control is not None:
+        _check_control(control, a, b)
+    return compare_sides(a, b, threshold_pct, control)
+
+
+def _check_control(control: str, a: Side, b: Side) -> None:
+    """The control leg must be timed in every case of both runs."""
+    if a.kind != "run":
+        raise KprofInputError("--control", "needs two run folders (a leg timed in both)")
+    for side in (a, b):
+        rounds = side.run_rounds
+        assert rounds is not None
+        have = rounds.groupby("case")["leg"].agg(lambda legs: control in set(legs))
+        if not have.all():
+            legs = ", ".join(sorted(map(str, rounds["leg"].unique())))
+            raise KprofInputError(
+                "--control", f"leg {control!r} is not timed in every case of {side.label} (legs: {legs})"
+            )
 
 
 def failures(comparison: Comparison, rule: str) -> list[str]:

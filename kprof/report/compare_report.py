@@ -42,6 +42,11 @@ def note(c: Comparison) -> str:
         f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; Hodges–Lehmann shift with a "
         "distribution-free 95% interval; verdicts after Benjamini–Hochberg within each table."
     )
+    if c.control is not None:
+        text += (
+            f" Legs relative to the control leg {c.control!r} in the same round: its own shift between the runs "
+            "(the CONTROL row, µs) is taken out of every other leg (their A and B columns are ratios to it)."
+        )
     if c.replicates == "steps":
         text += (
             " Steps of one process share its clocks, placement and compilation: the interval leaves out "
@@ -55,15 +60,16 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
     left = ("case", "leg", "kernel", "kind", "metric")
     if len(c.legs):
         t = Table(
-            "per leg (µs, median of rounds)",
+            "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
             [Column(h, "left" if h in left else "right") for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")],
         )
         for _, r in c.legs.iterrows():
+            ratio = c.control is not None and r.get("role") != "CONTROL"
             t.add(
                 r["case"],
-                r["leg"],
-                _num(r["a"]),
-                _num(r["b"]),
+                r["leg"] + (" (control)" if r.get("role") == "CONTROL" else ""),
+                f"{r['a']:.4f}" if ratio else _num(r["a"]),
+                f"{r['b']:.4f}" if ratio else _num(r["b"]),
                 effect_text(r),
                 verdict_cell(r["verdict"], r["verdict"]),
             )
@@ -113,6 +119,7 @@ def compare_document(c: Comparison, top: int | None) -> Document:
         "a": c.a.label,
         "b": c.b.label,
         "replicates": c.replicates,
+        "control": c.control,
         "note": note(c),
         "legs": records(c.legs),
         "kernels": records(c.kernels),
