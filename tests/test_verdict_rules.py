@@ -15,11 +15,12 @@ NOISY = sim.Noise(sample_sigma=0.02, round_sigma=0.005)
 
 
 def test_the_printed_resolvable_effect_is_found_as_often_as_promised() -> None:
-    """The summary promises that an effect of the printed size is called FASTER 80% of the time
-    (the old rule, which also needed the estimate past that size and BH, did so 40% of the time)."""
+    """The summary promises that an effect of the printed size is called FASTER 80% of the time in
+    a case its A/A does not gate (the old rule, which also needed the estimate past that size and
+    BH, did so 40% of the time)."""
     out = sim.scenario_mde(NOISY, 16, 0.5, 120, np.random.default_rng(1))
     assert out["printed_mde_pct"] > 0.5  # the noise, not the threshold, sets it here
-    assert 0.65 <= out["faster_rate"] <= 0.93
+    assert 0.68 <= out["faster_rate_quoted"] <= 0.92
 
 
 def test_same_means_within_the_users_threshold() -> None:

@@ -83,10 +83,16 @@ def covers(row: pd.Series) -> bool:
 
 
 def scenario_mde(noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator) -> dict:
-    """A true effect equal to the printed resolvable effect (its median over A/A runs): how often FASTER."""
+    """A true effect equal to the printed resolvable effect (its median over A/A runs): how often
+    FASTER, over every run and over the runs whose A/A does not gate the case (about 5% are gated)."""
     printed = float(np.median([run_once({"x": 0.0}, noise, rounds, threshold_pct, rng)[1] for _ in range(runs // 4)]))
     hits = [run_once({"x": printed}, noise, rounds, threshold_pct, rng)[0].iloc[0]["verdict"] for _ in range(runs)]
-    return {"printed_mde_pct": printed, "faster_rate": float(np.mean([v == "FASTER" for v in hits]))}
+    quoted = [v for v in hits if v != "BIASED"]
+    return {
+        "printed_mde_pct": printed,
+        "faster_rate": float(np.mean([v == "FASTER" for v in hits])),
+        "faster_rate_quoted": float(np.mean([v == "FASTER" for v in quoted])) if quoted else float("nan"),
+    }
 
 
 def scenario_same(
