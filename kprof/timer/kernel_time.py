@@ -1,7 +1,7 @@
 """Device time from CUPTI activity records: per graph replay, the busy time of its kernels (and
 copies, memsets), read through the PyTorch profiler (Kineto).
 
-Why: CUDA events around ``graph.replay()`` also time the graph's launch on the device (about 3.5 µs
+Why: CUDA events around ``graph.replay()`` also time the graph's launch on the device (2.2–3.8 µs
 on an H200), and that part differs between two captures of the same work: on a 16 µs kernel two
 captures came out 0.3% apart in 5 of 8 repetitions, where the activity records of the same replays
 held 0 in 8 of 8. The gaps between the kernels of one replay differ between captures as well (a
