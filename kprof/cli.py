@@ -297,6 +297,13 @@ def run(
     ] = "shared",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
     timer: TimerOption = "auto",
+    gpus: Annotated[
+        str | None,
+        typer.Option(
+            help="Shard the cases over this host's GPUs: all, a count, or a list like 0,1. Each case runs "
+            "whole on one GPU (every ratio within one GPU); on a CPU, N runs N workers at once."
+        ),
+    ] = None,
     torch_leg: Annotated[
         bool,
         typer.Option(
@@ -384,6 +391,7 @@ def run(
             buffer_sets=buffer_sets,
             buffers=buffers,
             timer_mode=timer,
+            gpus=gpus,
             seed=seed,
             device=device,
             dtype=dtype,

@@ -208,6 +208,7 @@ class Run:
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
+    gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
     timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
     program: list[str] = field(default_factory=list)
     repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
@@ -293,6 +294,7 @@ class Run:
             "buffer_sets": self.buffer_sets,
             "buffers": self.buffers,
             "timer_mode": self.timer_mode,
+            "gpus": self.gpus,
             "seed": self.seed,
             "threshold_pct": self.threshold_pct,
             "features": [asdict(f) for f in self.features],
@@ -354,6 +356,7 @@ class Run:
                 samples=d.get("samples"),
                 buffer_sets=int(d.get("buffer_sets") or 4),
                 buffers=str(d.get("buffers") or "shared"),
+                gpus=[int(g) for g in d.get("gpus") or []],
                 timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events
                 program=list(d.get("program") or []),
                 repo=d.get("repo"),

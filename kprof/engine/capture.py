@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from kprof.engine.context import CaseContext, Item
 from kprof.engine.gate import GateResult
+from kprof.engine.gpus import own_timer_info
 from kprof.engine.planting import spin, with_spin
 from kprof.run_model import PLANT
 from kprof.timer import Timer
@@ -81,6 +82,6 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
     # Small cases are timed by kernel times: the event overhead, measured at the start of the run,
     # is over 1% of their time (kprof.timer.kernel_time).
-    timer.kernel_time = wants_kernel_time(ctx.run.timer_mode, t_base, ctx.run.timer_info, ctx.device)
+    timer.kernel_time = wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
     return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base)

@@ -7,10 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kprof.engine.events import Event
+from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
 from kprof.store.run_folder import RunFolder
 
@@ -40,36 +44,94 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             _execute_workers(folder, on_event)
 
 
+class Workers:
+    """The worker processes running now (one per GPU), so an interrupt can stop them all."""
+
+    def __init__(self) -> None:
+        self.procs: set[subprocess.Popen[str]] = set()
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        for proc in list(self.procs):
+            proc.kill()
+
+
 def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Every unfinished case in its own worker: one after another, or with ``--gpus`` one worker per
+    GPU at a time, each GPU taking the next case as it frees up."""
     run = folder.read_run()
-    env = _worker_env(run.device)
-    baseline = run.baseline.name
-    for index, case in enumerate(run.case_names):
-        status = run.status(case)
-        if status.status == "done":
-            continue
-        if status.status == "failed":
-            folder.update_case(case, status="", reason="")
-        skip = sorted(status.crashed_legs)
-        for _ in range(MAX_RESTARTS + 1):
-            code, reason = _worker(folder, index, skip, env, on_event)
-            if code == 0:
-                break
-            progress = folder.root / f".progress-c{index:03d}.json"
-            where = json.loads(progress.read_text()) if progress.exists() else {}
-            leg = where.get("leg")
-            if where.get("step") in SETUP_STEPS and leg and leg != baseline:
-                skip.append(leg)
-                folder.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
-                on_event({"event": "leg_crashed", "case": case, "leg": leg, "reason": reason})
-                continue
-            folder.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
-            on_event({"event": "case_failed", "case": case, "reason": reason})
+    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+    if len(run.gpus) <= 1:
+        env = pinned_env(_worker_env(run.device), run.gpus[0] if run.gpus else None, run.device)
+        for index in pending:
+            _run_case(folder, index, env, on_event, Workers())
+        return
+    queue, lock, live = deque(pending), threading.Lock(), Workers()
+
+    def events(event: Event) -> None:  # one display, fed from every GPU's thread
+        with lock:
+            on_event(event)
+
+    def drain(gpu: int) -> None:
+        env = pinned_env(_worker_env(run.device), gpu, run.device)
+        while True:
+            with lock:
+                if not queue:
+                    return
+                index = queue.popleft()
+            _run_case(folder, index, env, events, live)
+
+    with ThreadPoolExecutor(len(run.gpus)) as pool:
+        futures = [pool.submit(drain, gpu) for gpu in run.gpus]
+        try:
+            for f in futures:
+                f.result()
+        except BaseException:  # Ctrl-C: no worker keeps timing, and no thread starts another case
+            with lock:
+                queue.clear()
+                live.stop()
+            raise
+
+
+def _run_case(
+    folder: RunFolder,
+    index: int,
+    env: dict[str, str],
+    on_event: Callable[[Event], None],
+    live: Workers,
+) -> None:
+    """One case to its end: its worker, restarted without a leg that killed it (at most MAX_RESTARTS)."""
+    run = folder.read_run()
+    case, baseline = run.case_names[index], run.baseline.name
+    status = run.status(case)
+    if status.status == "failed":
+        folder.update_case(case, status="", reason="")
+    skip = sorted(status.crashed_legs)
+    for _ in range(MAX_RESTARTS + 1):
+        code, reason = _worker(folder, index, skip, env, on_event, live)
+        if code == 0 or live.stopped:  # stopped: the run was interrupted, nothing is to blame
             break
+        progress = folder.root / f".progress-c{index:03d}.json"
+        where = json.loads(progress.read_text()) if progress.exists() else {}
+        leg = where.get("leg")
+        if where.get("step") in SETUP_STEPS and leg and leg != baseline:
+            skip.append(leg)
+            folder.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
+            on_event({"event": "leg_crashed", "case": case, "leg": leg, "reason": reason})
+            continue
+        folder.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
+        on_event({"event": "case_failed", "case": case, "reason": reason})
+        break
 
 
 def _worker(
-    folder: RunFolder, index: int, skip: list[str], env: dict[str, str], on_event: Callable[[Event], None]
+    folder: RunFolder,
+    index: int,
+    skip: list[str],
+    env: dict[str, str],
+    on_event: Callable[[Event], None],
+    live: Workers,
 ) -> tuple[int, str]:
     """One worker process for case ``index``: its events as they come, its exit code and the last
     line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too."""
@@ -78,6 +140,7 @@ def _worker(
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))
         assert proc.stdout is not None
+        live.procs.add(proc)
         try:
             for line in proc.stdout:
                 try:
@@ -89,6 +152,8 @@ def _worker(
             proc.kill()
             proc.wait()
             raise
+        finally:
+            live.procs.discard(proc)
     return code, last_line(log, "worker exited")
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from kprof.timer.clocks import host_gpu_index
+
 
 def sm_clock_ghz(device: str) -> float:
     """Current SM clock (NVML) or the device's nominal clock; used to turn ns into spin cycles."""
@@ -15,7 +17,7 @@ def sm_clock_ghz(device: str) -> float:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
+        handle = pynvml.nvmlDeviceGetHandleByIndex(host_gpu_index(torch.device(device).index or 0))
         return pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM) / 1000.0
     except Exception:
         return torch.cuda.get_device_properties(device).clock_rate / 1e6

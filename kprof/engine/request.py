@@ -13,6 +13,7 @@ from typing import Any
 
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
+from kprof.engine.gpus import parse_gpus
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
@@ -67,6 +68,7 @@ class RunRequest:
     buffer_sets: int = 4
     buffers: str = "shared"
     timer_mode: str = "auto"
+    gpus: str | None = None  # all | N | 0,1
     seed: int = 0
     device: str | None = None
     dtype: str | None = None
@@ -136,6 +138,8 @@ def plan_run(req: RunRequest) -> Run:
             raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
         if req.collector != "events" or req.buffers != "shared":
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
+        if req.gpus is not None:
+            raise KprofInputError("--gpus", "revision runs drive their cases one at a time (not sharded over GPUs yet)")
         workload, legs, features, revision_fields = _revision_workload(req)
     else:
         workload = load_workload(req.workload)
@@ -205,6 +209,7 @@ def plan_run(req: RunRequest) -> Run:
         buffer_sets=req.buffer_sets,
         buffers=req.buffers,
         timer_mode=req.timer_mode,
+        gpus=parse_gpus(req.gpus, device),
         seed=req.seed,
         device=device,
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),

@@ -15,6 +15,7 @@ from pathlib import Path
 from kprof.engine.capture import capture
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import run_gate
+from kprof.engine.gpus import own_gpu, own_timer_info
 from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
@@ -27,14 +28,23 @@ class CaseFailed(Exception):
 
 
 def record_timer(ctx: CaseContext) -> None:
-    """The timer's description, and once per run (the first case to start) its device measurements:
-    copy bandwidth and the self-checks."""
+    """The timer's description, and once per GPU (in the first case to start on it) its device
+    measurements: copy bandwidth and the self-checks. Measured outside the folder's lock (seconds of
+    GPU work), stored under it: other GPUs' workers write the same meta.json."""
     timer = ctx.timer
     assert timer is not None
-    info = dict(ctx.run.timer_info)
-    if "measured_in_case" not in info:
-        info.update(timer.describe(), **timer.measure_device(), measured_in_case=ctx.case.name)
-    ctx.run = ctx.folder.update(timer=run_timer_label(ctx.run.timer_mode, timer.label, info), timer_info=info)
+    gpu = own_gpu()
+    described = timer.describe()
+    if "measured_in_case" not in own_timer_info(ctx.folder.read_run().timer_info):
+        measured = {**described, **timer.measure_device(), "measured_in_case": ctx.case.name}
+        ctx.run = ctx.folder.record_measurements(
+            measured, gpu, lambda info: run_timer_label(ctx.run.timer_mode, timer.label, info)
+        )
+    else:
+        ctx.run = ctx.folder.read_run()
+    ctx.folder.update_case(
+        ctx.case.name, device_name=described.get("device_name"), device_uuid=described.get("device_uuid"), gpu=gpu
+    )
 
 
 def run_case(root: Path, case_index: int, skip: set[str]) -> None:

@@ -70,8 +70,14 @@ def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
     return [c for c in table.columns if c.startswith("gbps_")] if run.device_timed else []
 
 
+def case_timer_info(run: Run, case: str) -> dict[str, Any]:
+    """The measurements of the GPU a case ran on (the run's own when it was not sharded)."""
+    gpu = run.status(case).extra.get("gpu")
+    return (run.timer_info.get("gpus") or {}).get(gpu) or run.timer_info if gpu is not None else run.timer_info
+
+
 def _pct_copy(row: pd.Series, run: Run) -> str:
-    copy = run.timer_info.get("copy_gbps")
+    copy = case_timer_info(run, row["case"]).get("copy_gbps")
     if not copy or "gbps_unique" not in row or not run.device_timed:
         return "–"
     return f"{100 * row['gbps_unique'] / copy:.0f}%"
@@ -83,7 +89,9 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     columns += [Column(f"GB/s {c.removeprefix('gbps_')}") for c in bw]
     columns += [Column("% copy (unique)")] if bw else []
     columns += [Column("effect [95% CI]"), Column("verdict", "left")]
-    table = Table(case, columns)
+    gpu = run.status(case).extra.get("gpu")
+    where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.gpus) > 1 else ""
+    table = Table(case + where, columns)
     for _, r in rows.iterrows():
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
         table.add(

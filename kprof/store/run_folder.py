@@ -7,7 +7,7 @@ Any parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,22 +58,53 @@ class RunFolder:
     def write_run(self, run: Run) -> None:
         write_text(run.to_json(), self.meta_path)
 
+    @contextmanager
+    def _meta_lock(self) -> Iterator[None]:
+        """meta.json is read, changed and written by several processes when cases run on several
+        GPUs at once: each read-modify-write holds this lock so none is lost."""
+        import fcntl
+
+        with (self.root / ".meta.lock").open("w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def update(self, **fields: Any) -> Run:
-        run = self.read_run().updated(**fields)
-        self.write_run(run)
+        with self._meta_lock():
+            run = self.read_run().updated(**fields)
+            self.write_run(run)
         return run
 
     def update_case(self, case: str, **fields: Any) -> CaseStatus:
         """Set fields of one case's status (unknown names go to its ``extra``) and store it."""
-        run = self.read_run()
-        status = run.status(case)
-        for key, value in fields.items():
-            if hasattr(status, key) and key != "extra":
-                setattr(status, key, value)
-            else:
-                status.extra[key] = value
-        self.write_run(run)
+        with self._meta_lock():
+            run = self.read_run()
+            status = run.status(case)
+            for key, value in fields.items():
+                if hasattr(status, key) and key != "extra":
+                    setattr(status, key, value)
+                else:
+                    status.extra[key] = value
+            self.write_run(run)
         return status
+
+    def record_measurements(
+        self, measured: dict[str, Any], gpu: str | None, timer: Callable[[dict[str, Any]], str]
+    ) -> Run:
+        """Store one GPU's timer measurements (``timer_info["gpus"][gpu]``; the run's own when the
+        run is not sharded, and the first GPU's stand for the run) and the run's timer label."""
+        with self._meta_lock():
+            run = self.read_run()
+            info = dict(run.timer_info)
+            if gpu is not None:
+                info["gpus"] = {**(info.get("gpus") or {}), gpu: measured}
+            if gpu is None or "measured_in_case" not in info:
+                info.update(measured)
+            run = run.updated(timer_info=info, timer=timer(info))
+            self.write_run(run)
+        return run
 
     @contextmanager
     def lock(self) -> Iterator[None]:

@@ -7,6 +7,7 @@ The amdsmi reader follows the library's documented Python API and has not run on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -84,5 +85,16 @@ class AmdSmi:
         )
 
 
+GPU_ENV = "KPROF_GPU"  # a worker pinned to one GPU (kprof.engine.gpus) is told its host index here
+
+
+def host_gpu_index(local_index: int) -> int:
+    """The host index of this process's GPU ``local_index``: NVML and amdsmi number every GPU of the
+    host and ignore CUDA_VISIBLE_DEVICES, so a pinned worker's cuda:0 is GPU ``$KPROF_GPU`` to them."""
+    pinned = os.environ.get(GPU_ENV)
+    return int(pinned) if pinned is not None and pinned.isdigit() and local_index == 0 else local_index
+
+
 def clock_reader(index: int, hip: bool) -> Nvml | AmdSmi:
-    return AmdSmi(index) if hip else Nvml(index)
+    host = host_gpu_index(index)
+    return AmdSmi(host) if hip else Nvml(host)

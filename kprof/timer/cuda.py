@@ -109,6 +109,7 @@ class CudaEventTimer:
             "flush": "memset",
             "flush_bytes": self.flush_bytes,
             "device_name": props.name,
+            "device_uuid": str(getattr(props, "uuid", "")) or None,
             "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
             "sms": props.multi_processor_count,
             "clock_readings": type(self.clocks).__name__ if self.clocks.handle is not None else None,
