@@ -304,6 +304,13 @@ def run(
             "whole on one GPU (every ratio within one GPU); on a CPU, N runs N workers at once."
         ),
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            help="Run each case as a Ray task needing one GPU on this cluster: auto (a running cluster) or "
+            "its address; results are gathered into the run folder (pip install 'kprof[ray]')."
+        ),
+    ] = None,
     torch_leg: Annotated[
         bool,
         typer.Option(
@@ -392,6 +399,7 @@ def run(
             buffers=buffers,
             timer_mode=timer,
             gpus=gpus,
+            ray=ray,
             seed=seed,
             device=device,
             dtype=dtype,

@@ -208,6 +208,7 @@ class Run:
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
+    ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
     gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
     timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
     program: list[str] = field(default_factory=list)
@@ -295,6 +296,7 @@ class Run:
             "buffers": self.buffers,
             "timer_mode": self.timer_mode,
             "gpus": self.gpus,
+            "ray": self.ray,
             "seed": self.seed,
             "threshold_pct": self.threshold_pct,
             "features": [asdict(f) for f in self.features],
@@ -357,6 +359,7 @@ class Run:
                 buffer_sets=int(d.get("buffer_sets") or 4),
                 buffers=str(d.get("buffers") or "shared"),
                 gpus=[int(g) for g in d.get("gpus") or []],
+                ray=d.get("ray"),
                 timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events
                 program=list(d.get("program") or []),
                 repo=d.get("repo"),

@@ -69,6 +69,7 @@ def test_a_pinned_worker_sees_one_gpu_and_knows_its_host_index() -> None:
     assert "CUDA_VISIBLE_DEVICES" not in pinned_env({}, 1, "cpu") and pinned_env({}, None, "cuda") == {}
 
 
+@pytest.mark.slow
 def test_cases_run_at_once_on_their_slots_and_give_the_same_table(tmp_path: Path) -> None:
     log = tmp_path / "setups.jsonl"
     path = tmp_path / "slots.py"
@@ -105,3 +106,13 @@ def test_cases_run_at_once_on_their_slots_and_give_the_same_table(tmp_path: Path
 def test_gpus_on_a_revision_run_is_refused(tmp_path: Path) -> None:
     res = runner.invoke(app, ["run", "copy", "--device", "cpu", "--rev", "HEAD", "--gpus", "2", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "--gpus" in res.output
+
+
+def test_ray_without_ray_installed_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    res = runner.invoke(app, ["run", "copy", "--device", "cpu", "--ray", "auto", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "--ray: needs Ray: pip install 'kprof[ray]'" in res.output
+    both = runner.invoke(app, ["run", "copy", "--device", "cpu", "--ray", "auto", "--gpus", "2", "--out", str(tmp_path)])
+    assert both.exit_code == 2 and "--ray" in both.output

@@ -52,7 +52,7 @@ def test_a_legs_verdict_does_not_depend_on_unrelated_legs() -> None:
 def test_intervals_cover_the_truth_and_null_legs_are_rarely_called() -> None:
     rng = np.random.default_rng(4)
     for noise in (QUIET, NOISY):
-        out = sim.scenario_coverage([0.0, 1.0, 5.0], noise, 16, 0.5, 60, rng)
+        out = sim.scenario_coverage([0.0, 1.0, 5.0], noise, 16, 0.5, 40, rng)
         assert all(o["coverage"] >= 0.88 for o in out.values()), out
         assert out[0.0]["false_call_rate"] <= 0.05 and out[5.0]["false_call_rate"] == 0.0
 

@@ -40,6 +40,10 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             execute_program(folder, on_event)
         elif any(leg.revision for leg in run.legs):
             execute_hosted(folder, on_event)
+        elif run.ray is not None:
+            from kprof.engine.ray_cases import execute_ray
+
+            execute_ray(folder, on_event)
         else:
             _execute_workers(folder, on_event)
 

@@ -14,6 +14,7 @@ from typing import Any
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
 from kprof.engine.gpus import parse_gpus
+from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
@@ -69,6 +70,7 @@ class RunRequest:
     buffers: str = "shared"
     timer_mode: str = "auto"
     gpus: str | None = None  # all | N | 0,1
+    ray: str | None = None  # auto | ADDRESS
     seed: int = 0
     device: str | None = None
     dtype: str | None = None
@@ -138,8 +140,9 @@ def plan_run(req: RunRequest) -> Run:
             raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
         if req.collector != "events" or req.buffers != "shared":
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
-        if req.gpus is not None:
-            raise KprofInputError("--gpus", "revision runs drive their cases one at a time (not sharded over GPUs yet)")
+        if req.gpus is not None or req.ray is not None:
+            flag = "--gpus" if req.gpus is not None else "--ray"
+            raise KprofInputError(flag, "revision runs drive their cases one at a time (not sharded yet)")
         workload, legs, features, revision_fields = _revision_workload(req)
     else:
         workload = load_workload(req.workload)
@@ -158,6 +161,10 @@ def plan_run(req: RunRequest) -> Run:
             "a workload runs under events (default) or torch; rocprofv3 wraps "
             "whole programs (kprof run --leg … --collector rocprofv3 -- CMD)",
         )
+    if req.ray is not None and req.gpus is not None:
+        raise KprofInputError("--ray", "takes the place of --gpus: Ray gives each case its GPU")
+    if req.ray is not None:
+        ray_module()  # a missing Ray is said now, before anything is set up
     if req.timer_mode not in TIMER_MODES:
         raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
     if req.buffers not in BUFFERS:
@@ -210,6 +217,7 @@ def plan_run(req: RunRequest) -> Run:
         buffers=req.buffers,
         timer_mode=req.timer_mode,
         gpus=parse_gpus(req.gpus, device),
+        ray=req.ray,
         seed=req.seed,
         device=device,
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),

@@ -21,7 +21,11 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def write_text(text: str, path: Path) -> None:
+    write_bytes(text.encode(), path)
+
+
+def write_bytes(data: bytes, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _partial(path)
-    tmp.write_text(text)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
