@@ -71,7 +71,14 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     est = warm_up(timer, first, ctx.device)
     t_base = est[estimate_item][0]
 
-    # Planted legs: the leg's work plus a spin sized from the baseline's warm-up time; spins alone.
+    # Small cases are timed by kernel time: the event overhead, measured at the start of the run,
+    # is over 1% of their time (kprof.timer.kernel_time). Planted spins are then sized from the
+    # baseline's kernel time, so "1%" is 1% of what the case's samples measure.
+    timer.kernel_time = wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
+    if timer.kernel_time and any(ctx.legs[li].plant is not None for li in timed):
+        t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]
+
+    # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone.
     for li in timed:
         plant = ctx.legs[li].plant
         if plant is None:
@@ -80,8 +87,5 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
         for k in range(ctx.n_sets):
             if ctx.uses_set(li, k):
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
-    # Small cases are timed by kernel times: the event overhead, measured at the start of the run,
-    # is over 1% of their time (kprof.timer.kernel_time).
-    timer.kernel_time = wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
     return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base)
