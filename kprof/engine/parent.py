@@ -22,7 +22,7 @@ MAX_RESTARTS = 4
 SETUP_STEPS = ("check", "capture")  # a worker that dies here is blamed on the leg it was on
 
 
-def _worker_env(device: str) -> dict[str, str]:
+def worker_env(device: str) -> dict[str, str]:
     env = dict(os.environ)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -67,9 +67,9 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
     run = folder.read_run()
     pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
     if len(run.gpus) <= 1:
-        env = pinned_env(_worker_env(run.device), run.gpus[0] if run.gpus else None, run.device)
+        env = pinned_env(worker_env(run.device), run.gpus[0] if run.gpus else None, run.device)
         for index in pending:
-            _run_case(folder, index, env, on_event, Workers())
+            run_case_workers(folder, index, env, on_event, Workers())
         return
     queue, lock, live = deque(pending), threading.Lock(), Workers()
 
@@ -78,13 +78,13 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
             on_event(event)
 
     def drain(gpu: int) -> None:
-        env = pinned_env(_worker_env(run.device), gpu, run.device)
+        env = pinned_env(worker_env(run.device), gpu, run.device)
         while True:
             with lock:
                 if not queue:
                     return
                 index = queue.popleft()
-            _run_case(folder, index, env, events, live)
+            run_case_workers(folder, index, env, events, live)
 
     with ThreadPoolExecutor(len(run.gpus)) as pool:
         futures = [pool.submit(drain, gpu) for gpu in run.gpus]
@@ -98,7 +98,7 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
             raise
 
 
-def _run_case(
+def run_case_workers(
     folder: RunFolder,
     index: int,
     env: dict[str, str],

@@ -42,7 +42,7 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
     device's measurements back to the driver."""
     import ray
 
-    from kprof.engine.parent import Workers, _run_case, _worker_env
+    from kprof.engine.parent import Workers, run_case_workers, worker_env
 
     with tempfile.TemporaryDirectory(prefix="kprof-ray-") as tmp:
         root = Path(tmp)
@@ -52,13 +52,13 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
             (root / rel).write_bytes(data)
         folder = RunFolder(root)
         run = folder.read_run()
-        env = _worker_env(run.device)
+        env = worker_env(run.device)
         env.pop(GPU_ENV, None)  # Ray sets CUDA_VISIBLE_DEVICES; the NVML index is the GPU id it gave
         gpu_ids = ray.get_gpu_ids()
         if gpu_ids:
             env[GPU_ENV] = str(int(gpu_ids[0]))
         events: list[Event] = []
-        _run_case(folder, index, env, events.append, Workers())
+        run_case_workers(folder, index, env, events.append, Workers())
         done = folder.read_run()
         case = done.case_names[index]
         node = ray.get_runtime_context().get_node_id()[:8]
