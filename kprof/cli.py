@@ -304,6 +304,13 @@ def run(
             "whole on one GPU (every ratio within one GPU); on a CPU, N runs N workers at once."
         ),
     ] = None,
+    aa_across_gpus: Annotated[
+        bool,
+        typer.Option(
+            "--aa-across-gpus",
+            help="With --gpus: the first case on every GPU too, and the GPU-to-GPU spread of its legs.",
+        ),
+    ] = False,
     ray: Annotated[
         str | None,
         typer.Option(
@@ -399,6 +406,7 @@ def run(
             buffers=buffers,
             timer_mode=timer,
             gpus=gpus,
+            aa_across_gpus=aa_across_gpus,
             ray=ray,
             seed=seed,
             device=device,

@@ -142,6 +142,8 @@ class CaseRecord:
     bytes_per_call: dict[str, int] = field(default_factory=dict)
     flops_per_call: int = 0
     sweep_columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # str(value) → columns
+    repeats: str = ""  # --aa-across-gpus: this record is that case again, on ``gpu``
+    gpu: int | None = None  # the GPU this case must run on (others go to whichever GPU is free)
 
 
 @dataclass

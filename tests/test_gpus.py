@@ -114,5 +114,27 @@ def test_ray_without_ray_installed_says_how_to_get_it(tmp_path: Path, monkeypatc
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     res = runner.invoke(app, ["run", "copy", "--device", "cpu", "--ray", "auto", "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and "--ray: needs Ray: pip install 'kprof[ray]'" in res.output
-    both = runner.invoke(app, ["run", "copy", "--device", "cpu", "--ray", "auto", "--gpus", "2", "--out", str(tmp_path)])
+    both = runner.invoke(
+        app, ["run", "copy", "--device", "cpu", "--ray", "auto", "--gpus", "2", "--out", str(tmp_path)]
+    )
     assert both.exit_code == 2 and "--ray" in both.output
+
+
+@pytest.mark.slow
+def test_aa_across_gpus_runs_the_first_case_on_every_slot(tmp_path: Path) -> None:
+    log = tmp_path / "setups.jsonl"
+    path = tmp_path / "slots.py"
+    path.write_text(SHARDED_WORKLOAD.format(log=str(log)))
+    out = tmp_path / "across"
+    args = ["run", str(path), *ARGS, "--case", "n1024", "--gpus", "2", "--aa-across-gpus", "--out", str(out)]
+    res = runner.invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    setups = pd.DataFrame([json.loads(line) for line in log.read_text().splitlines()])
+    assert setups.groupby("case")["slot"].agg(set).to_dict() == {"n1024": {"0"}, "n1024 @ GPU 1": {"1"}}
+    spread = json.loads(res.stdout)["gpu_spread"]
+    assert {(r["leg"], r["gpu_a"], r["gpu_b"]) for r in spread} >= {("baseline", 0, 1), ("twice", 0, 1)}
+    assert all(r["ci_low_pct"] <= r["effect_pct"] <= r["ci_high_pct"] for r in spread)
+    md = runner.invoke(app, ["report", str(out), "--format", "md"]).output
+    assert "the same case on every GPU" in md and "n1024 @ GPU 1 · GPU 1" in md
+    one = runner.invoke(app, ["run", str(path), *ARGS, "--aa-across-gpus", "--out", str(tmp_path / "x")])
+    assert one.exit_code == 2 and "--aa-across-gpus: needs --gpus with at least two GPUs" in one.output

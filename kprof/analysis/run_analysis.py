@@ -3,7 +3,7 @@ rule on the same samples, per-kernel effects (torch collector) and per-lever att
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +12,7 @@ from kprof.analysis.attribution import attribute_run, lever_values, sweep_table
 from kprof.analysis.run_effects import (
     CaseSummary,
     calibration_table,
+    gpu_spread,
     leg_effects,
     per_round_logs,
     round_statistics,
@@ -34,6 +35,7 @@ class RunReport:
     sign_rule: pd.DataFrame
     kernel_effects: pd.DataFrame
     warnings: list[str]  # damaged parts left out (every intact round is still reported)
+    gpu_spread: pd.DataFrame = field(default_factory=pd.DataFrame)  # --aa-across-gpus
 
 
 def no_rounds_message(run: Run) -> str:
@@ -78,6 +80,7 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         sign_rule(samples, run.legs),
         kernel_effects,
         [f"skipped a damaged part: {s}" for s in folder.skipped],
+        gpu_spread(samples, run, threshold),
     )
 
 

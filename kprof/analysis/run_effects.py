@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.run_model import PLANT, SPIN_PARAM, Leg, Role
+from kprof.run_model import PLANT, SPIN_PARAM, Leg, Role, Run
 
 TRIM = 0.2
 NO_BASELINE = "NO BASELINE"  # the case has no baseline rounds (a kernel the baseline never launches)
@@ -162,6 +162,39 @@ def leg_effects(
         tested = table["verdict"].isin(S.VERDICTS) & table["leg"].isin(sweep_legs)
         control_false_discoveries(table, tested, by=["case"])
     return table, summaries
+
+
+def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:
+    """--aa-across-gpus: each leg of the first case on another GPU against the same leg on the first
+    GPU — two samples of rounds, unpaired (two GPUs never share a round). What the user sees is
+    the GPU-to-GPU spread; kprof never forms a ratio across GPUs inside a case."""
+    repeats = [c for c in run.cases if c.repeats]
+    if not repeats:
+        return pd.DataFrame()
+    rounds = round_statistics(samples)
+    threshold = S.pct_threshold_to_log(threshold_pct)
+    gpu_of = {c.name: c.gpu for c in run.cases}
+    rows = []
+    for copy in repeats:
+        first = rounds[rounds["case"] == copy.repeats]
+        again = rounds[rounds["case"] == copy.name]
+        for leg, a in first.groupby("leg", sort=False):
+            b = again[again["leg"] == leg]
+            if len(b):
+                effect = S.with_verdict(S.two_sample(a["t_ns"].to_numpy(), b["t_ns"].to_numpy()), threshold)
+                rows.append(
+                    dict(
+                        case=copy.repeats,
+                        leg=leg,
+                        gpu_a=gpu_of[copy.repeats],
+                        gpu_b=copy.gpu,
+                        a_us=float(a["t_ns"].median() / 1e3),
+                        b_us=float(b["t_ns"].median() / 1e3),
+                        rounds=min(len(a), len(b)),
+                        **effect.row(),
+                    )
+                )
+    return pd.DataFrame(rows)
 
 
 def gated(d: pd.DataFrame, copies: list[str]) -> bool:

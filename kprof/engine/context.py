@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof.correctness import Rule, rule_for
@@ -40,8 +40,10 @@ class CaseContext:
     def open(cls, folder: RunFolder, case_index: int, skip: set[str]) -> CaseContext:
         run = folder.read_run()
         workload = load_workload(run.workload)
-        name = run.cases[case_index].name
+        record = run.cases[case_index]
+        name = record.repeats or record.name
         case = next(c for c in workload.cases(run.preset) if c.name == name)
+        case = replace(case, name=record.name)  # a repeat on another GPU keeps its own name in every table
         legs = [leg for leg in run.legs if leg.name not in skip]
         return cls(folder, run, case_index, case, workload, legs)
 

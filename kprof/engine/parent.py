@@ -71,7 +71,9 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
         for index in pending:
             run_case_workers(folder, index, env, on_event, Workers())
         return
-    queue, lock, live = deque(pending), threading.Lock(), Workers()
+    lock, live = threading.Lock(), Workers()
+    queue = deque(i for i in pending if run.cases[i].gpu is None)  # any free GPU takes these
+    own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in run.gpus}  # pinned ones
 
     def events(event: Event) -> None:  # one display, fed from every GPU's thread
         with lock:
@@ -81,9 +83,10 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
         env = pinned_env(worker_env(run.device), gpu, run.device)
         while True:
             with lock:
-                if not queue:
+                mine = own[gpu] or queue
+                if not mine:
                     return
-                index = queue.popleft()
+                index = mine.popleft()
             run_case_workers(folder, index, env, events, live)
 
     with ThreadPoolExecutor(len(run.gpus)) as pool:
@@ -94,6 +97,8 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
         except BaseException:  # Ctrl-C: no worker keeps timing, and no thread starts another case
             with lock:
                 queue.clear()
+                for q in own.values():
+                    q.clear()
                 live.stop()
             raise
 

@@ -7,7 +7,7 @@ typed :class:`~kprof.run_model.Run` in the folder's meta.json.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ class RunRequest:
     buffers: str = "shared"
     timer_mode: str = "auto"
     gpus: str | None = None  # all | N | 0,1
+    aa_across_gpus: bool = False
     ray: str | None = None  # auto | ADDRESS
     seed: int = 0
     device: str | None = None
@@ -130,10 +131,23 @@ def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], list[Featu
     return workload, legs, features, fields
 
 
+def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list[CaseRecord]:
+    """With --aa-across-gpus the first case once more on every GPU but the first, each copy pinned
+    to its GPU (and the first case pinned to the first): the same legs on every GPU."""
+    if not wanted:
+        return cases
+    if len(gpus) < 2:
+        raise KprofInputError("--aa-across-gpus", "needs --gpus with at least two GPUs")
+    first = replace(cases[0], gpu=gpus[0])
+    again = [replace(first, name=f"{first.name} @ GPU {g}", repeats=first.name, gpu=g) for g in gpus[1:]]
+    return [first, *again, *cases[1:]]
+
+
 def plan_run(req: RunRequest) -> Run:
     """Check every argument and describe the run; nothing is timed (revision trees are made)."""
     device = req.device or default_device()
     check_device(device)
+    gpus = parse_gpus(req.gpus, device)
     revision_fields: dict[str, Any] = {}
     if req.by_revision:
         if req.plants or req.sweep:
@@ -206,7 +220,7 @@ def plan_run(req: RunRequest) -> Run:
         workload=req.workload,
         workload_name=workload.name,
         preset=preset,
-        cases=[_case_record(workload, c, sweep) for c in cases],
+        cases=_across_gpus([_case_record(workload, c, sweep) for c in cases], gpus, req.aa_across_gpus),
         features=features,
         design=design,
         sweep=sweep,
@@ -216,7 +230,7 @@ def plan_run(req: RunRequest) -> Run:
         buffer_sets=req.buffer_sets,
         buffers=req.buffers,
         timer_mode=req.timer_mode,
-        gpus=parse_gpus(req.gpus, device),
+        gpus=gpus,
         ray=req.ray,
         seed=req.seed,
         device=device,

@@ -195,6 +195,27 @@ def commits_table(run: Run) -> Table | None:
     return t
 
 
+def _gpu_spread_table(spread: pd.DataFrame) -> Table:
+    """--aa-across-gpus: the same case and legs on two GPUs (rounds unpaired: two samples)."""
+    table = Table(
+        "the same case on every GPU (--aa-across-gpus; two GPUs, rounds unpaired)",
+        [Column("leg", "left", is_name=True), Column("GPU A"), Column("GPU B"), Column("A µs"), Column("B µs")]
+        + [Column("B vs A [95% CI]"), Column("verdict", "left")],
+    )
+    for _, r in spread.iterrows():
+        table.add(
+            r["leg"],
+            str(r["gpu_a"]),
+            str(r["gpu_b"]),
+            time_text(r["a_us"]),
+            time_text(r["b_us"]),
+            effect_text(r),
+            verdict_cell(r["verdict"], r["verdict"]),
+        )
+    table.notes.append("the spread between GPUs of one model; no ratio inside a case ever mixes two GPUs")
+    return table
+
+
 def run_document(report: RunReport) -> Document:
     run = report.run
     doc = Document()
@@ -215,6 +236,8 @@ def run_document(report: RunReport) -> Document:
     if len(report.calibration):
         for t in calibration_tables(report):
             doc.table(t)
+    if len(report.gpu_spread):
+        doc.table(_gpu_spread_table(report.gpu_spread))
     doc.data = to_json(report)
     doc.records = report.effects
     return doc
@@ -247,6 +270,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "aa": aa_records(report.summaries),
         "kernels": records(report.kernel_effects),
         "calibration": records(report.calibration),
+        "gpu_spread": records(report.gpu_spread),
         "case_status": {k: v.record() for k, v in run.case_status.items()},
         "warnings": report.warnings,
     }
