@@ -58,6 +58,7 @@ def test_finds_the_bad_commit(tmp_path: Path) -> None:
     assert all(s.total.resolved for s in result.steps)
 
 
+@pytest.mark.slow  # a simulation of many searches (20 s)
 def test_error_over_the_whole_search_is_bounded(tmp_path: Path) -> None:
     """100 searches of a range with no change name no commit in more than 5% (Bonferroni makes it
     far rarer); 50 searches for a 3% commit find exactly it in at least 95%, never another."""

@@ -94,6 +94,7 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(kept, again)
 
 
+@pytest.mark.slow  # 30 s of interpreter rounds: run in CI's slow step
 def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
     """A 100% delay planted into the leg: the spin timed alone measures it, and the recovered effect
     (with its interval) lands near the planted one; the A/A copies are reported against the PR rule.
