@@ -71,3 +71,35 @@ def test_every_aa_copy_gates_the_case_at_a_shared_level() -> None:
     assert _aa_run(-1.0, rng)  # only the third copy is off: the case is still BIASED
     clean = [_aa_run(0.0, rng) for _ in range(60)]
     assert np.mean(clean) <= 0.1  # three copies at 1 − 0.05/3 each: a clean case is rarely gated
+
+
+def test_the_planted_size_has_its_own_interval() -> None:
+    """Calibration: a 1% plant whose spin is 1 µs on a 100 µs leg. The spin's length comes from the
+    spin-alone legs with an interval: over 30 seeded runs the planted interval covers the true
+    −0.990% about 95% of the time, and the recovered interval covers it too."""
+    from kprof.analysis.run_effects import calibration_table
+    from kprof.engine.design import calibration_legs
+
+    legs = calibration_legs(["f"], [1.0], 1)
+    base, aa, planted, zero, spin = (leg.name for leg in legs)
+    true_ns = {base: 100e3, aa: 100e3, planted: 101e3, zero: 1e3, spin: 2e3}
+    truth = 100 * (100 / 101 - 1)
+    rng = np.random.default_rng(6)
+    planted_covers, recovered_covers = [], []
+    for _ in range(30):
+        rows = [
+            dict(
+                case="c", leg=leg, round=r, sample=i, time_ns=t * (1 + rng.normal(0, 0.001)), timer="t", burn_in=r == 0
+            )
+            for r in range(17)
+            for leg, t in true_ns.items()
+            for i in range(5)
+        ]
+        samples = pd.DataFrame(rows)
+        effects, _ = leg_effects(samples, legs, 0.5)
+        (row,) = calibration_table(samples, effects, legs).to_dict("records")
+        assert row["planted_ci_low_pct"] <= row["planted_effect_pct"] <= row["planted_ci_high_pct"]
+        planted_covers.append(row["planted_ci_low_pct"] <= truth <= row["planted_ci_high_pct"])
+        recovered_covers.append(row["ci_low_pct"] <= truth <= row["ci_high_pct"])
+    print(f"planted interval covers {np.mean(planted_covers):.2f}, recovered {np.mean(recovered_covers):.2f}")
+    assert np.mean(planted_covers) >= 0.8 and np.mean(recovered_covers) >= 0.8

@@ -13,6 +13,7 @@ family of look-alike comparisons is searched for its best member: the values of 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,8 +274,13 @@ def calibration_table(samples: pd.DataFrame, effects: pd.DataFrame, legs: list[L
             spin_leg = spins.get(float(pct))
             if leg not in per or spin_leg not in per or zero not in per:
                 continue
-            t_spin = float((per[spin_leg] - per[zero]).median())
+            spin_ns = (per[spin_leg] - per[zero]).dropna().to_numpy()
+            t_spin = float(np.median(spin_ns))
             expected = 100.0 * (t_base / (t_base + t_spin) - 1.0)
+            # the planted size has its own interval: the spin's length is measured, not assumed
+            _, lo_ns, hi_ns = S.hodges_lehmann(spin_ns)
+            planted_low = 100.0 * (t_base / (t_base + lo_ns) - 1.0) if math.isfinite(lo_ns) else -math.inf
+            planted_high = 100.0 * (t_base / (t_base + hi_ns) - 1.0) if math.isfinite(hi_ns) else math.inf
             got = effects[(effects["case"] == case) & (effects["leg"] == leg)].iloc[0]
             rows.append(
                 dict(
@@ -283,6 +289,8 @@ def calibration_table(samples: pd.DataFrame, effects: pd.DataFrame, legs: list[L
                     requested_pct=pct,
                     spin_us=t_spin / 1e3,
                     planted_effect_pct=expected,
+                    planted_ci_low_pct=min(planted_low, planted_high),
+                    planted_ci_high_pct=max(planted_low, planted_high),
                     recovered_pct=got["effect_pct"],
                     ci_low_pct=got["ci_low_pct"],
                     ci_high_pct=got["ci_high_pct"],

@@ -144,7 +144,7 @@ def calibration_tables(report: RunReport) -> list[Table]:
         [
             Column("case", "left"),
             Column("planted"),
-            Column("planted effect"),
+            Column("planted effect [95% CI]"),
             Column("recovered [95% CI]"),
             Column("inside", "left"),
             Column("verdict", "left"),
@@ -154,7 +154,7 @@ def calibration_tables(report: RunReport) -> list[Table]:
         planted.add(
             r["case"],
             f"+{r['requested_pct']:g}% ({r['spin_us']:.2f} µs)",
-            f"{r['planted_effect_pct']:+.2f}%",
+            f"{r['planted_effect_pct']:+.2f}% [{r['planted_ci_low_pct']:+.2f}, {r['planted_ci_high_pct']:+.2f}]",
             f"{r['recovered_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]",
             "yes" if r["inside"] else "NO",
             verdict_cell(r["verdict"], r["verdict"]),
