@@ -58,6 +58,8 @@ class CaseSummary:
     rounds_for_threshold: int
     fewest_rounds: int = 6  # below this the exact test cannot give a verdict (a sweep family needs more)
     aa_copies: int = 1
+    placement_pct: float = 0.0  # the A/A's spread between buffer sets beyond the rounds' noise
+    placements: int = 0  # buffer sets (placements) the rounds rotated over
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
 
 
@@ -112,6 +114,13 @@ def leg_effects(
         mde = S.minimum_detectable_effect(sigma, n, threshold) if aa is not None else float("inf")
         copies = [name for name in aa_names if name in d_all]
         biased = gated(d_all, copies)
+        sets = round_sets(samples[samples["case"] == case])
+        n_placements = int(sets.nunique()) if sets is not None else 0
+        aa_placement = (
+            S.placement_sigma(d_all[aa_leg].to_numpy(), sets.reindex(d_all.index).to_numpy())
+            if aa is not None and sets is not None
+            else 0.0
+        )
         if aa is not None:
             aa = S.with_verdict(aa, threshold)
         summaries[case] = CaseSummary(
@@ -126,6 +135,8 @@ def leg_effects(
             quantum_ns=_quantum(samples[samples["case"] == case]),
             rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),
+            placement_pct=100 * (np.exp(aa_placement) - 1),
+            placements=n_placements,
             aa_copies=len(copies),
             timer=", ".join(
                 sorted({str(t).split(" ")[0] for t in samples.loc[samples["case"] == case, "timer"].unique()})
@@ -147,11 +158,15 @@ def leg_effects(
                     effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
                 )
             else:
-                eff = S.with_verdict(S.estimate(d_all[leg].to_numpy()), threshold)
+                d = d_all[leg]
+                sigma_p = S.placement_sigma(d.to_numpy(), sets.reindex(d.index).to_numpy()) if sets is not None else 0.0
+                placed = S.with_placement(S.estimate(d.to_numpy()), sigma_p, n_placements)
+                eff = S.with_verdict(placed, threshold)
                 row.update(
                     eff.row(),
                     p_sign=eff.p_sign,
                     estimate=eff.estimate,
+                    placement_pct=100 * (np.exp(sigma_p) - 1),
                 )
                 if biased and Role.AA not in roles:  # A/A copies stay visible: they are the evidence
                     row["verdict"] = "BIASED"
@@ -163,6 +178,18 @@ def leg_effects(
         tested = table["verdict"].isin(S.VERDICTS) & table["leg"].isin(sweep_legs)
         control_false_discoveries(table, tested, by=["case"])
     return table, summaries
+
+
+def round_sets(samples: pd.DataFrame) -> pd.Series | None:
+    """The buffer set (placement) of each timed round, when every leg of a round used the same one
+    (kprof's shared protocol); None for per-leg buffers or folders without the column."""
+    if "buffer_set" not in samples:
+        return None
+    timed = samples[~samples["burn_in"]]
+    per_round = timed.groupby("round")["buffer_set"].agg(["min", "max"])
+    if (per_round["min"] != per_round["max"]).any() or per_round["min"].nunique() < 2:
+        return None
+    return per_round["min"]
 
 
 def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:

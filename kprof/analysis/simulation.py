@@ -22,6 +22,7 @@ from kprof.run_model import Leg, Role
 
 BASE_NS = 100e3
 SAMPLES = 5
+SETS = 4  # buffer sets rotated over the rounds
 OUTLIER_RATE = 0.01
 TIMER = "cuda-events (synthetic)"
 
@@ -43,15 +44,25 @@ def legs_for(effects: dict[str, float]) -> list[Leg]:
 
 
 def samples_for(
-    effects: dict[str, float], noise: Noise, rounds: int, rng: np.random.Generator, case: str = "c"
+    effects: dict[str, float],
+    noise: Noise,
+    rounds: int,
+    rng: np.random.Generator,
+    case: str = "c",
+    placement: dict[str, list[float]] | None = None,
 ) -> pd.DataFrame:
-    """The samples table of one synthetic run (burn-in round included)."""
+    """The samples table of one synthetic run (burn-in round included). Round r uses buffer set
+    r mod 4, as kprof rotates them; ``placement`` adds a log effect per buffer set to a leg (where
+    its buffers happen to lie changes its time)."""
     log_effect = {"baseline": 0.0, "A/A": 0.0} | {k: -math.log1p(v / 100) for k, v in effects.items()}
     names = list(log_effect)
     n_legs, n_rounds = len(names), rounds + 1
     drift = rng.normal(0, noise.drift_sigma, n_rounds)[:, None, None]
     level = rng.normal(0, noise.round_sigma, (n_rounds, n_legs, 1))
     eff = np.array([log_effect[n] for n in names])[None, :, None]
+    sets = np.arange(n_rounds) % SETS
+    for leg, per_set in (placement or {}).items():
+        eff = eff + np.where(np.array(names) == leg, 1.0, 0.0)[None, :, None] * np.array(per_set)[sets][:, None, None]
     t = BASE_NS * np.exp(eff + drift + level + rng.normal(0, noise.sample_sigma, (n_rounds, n_legs, SAMPLES)))
     t = np.where(rng.random(t.shape) < OUTLIER_RATE, t * 1.5, t)
     r, leg, sample = np.meshgrid(np.arange(n_rounds), np.arange(n_legs), np.arange(SAMPLES), indexing="ij")
@@ -64,6 +75,7 @@ def samples_for(
             "time_ns": t.ravel(),
             "timer": TIMER,
             "burn_in": r.ravel() == 0,
+            "buffer_set": r.ravel() % SETS,
         }
     )
 

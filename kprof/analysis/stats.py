@@ -166,6 +166,37 @@ def rounds_needed(sigma: float, delta: float, alpha: float = ALPHA, power: float
     return math.ceil((z * sigma / delta) ** 2 + 2)
 
 
+def placement_sigma(d: Sequence[float], groups: Sequence[int], alpha: float = ALPHA) -> float:
+    """SD of d between groups (buffer sets: placements) beyond what the rounds' own noise explains:
+    one-way random effects by the method of moments, sqrt(max(0, (MS_between − MS_within) / m)),
+    m the mean group size — counted only when the groups differ (one-way ANOVA p < α): by chance
+    alone the estimate is positive in half of all runs, and each would widen its interval for
+    nothing. 0 with fewer than two groups or no replicate within a group."""
+    x, g = np.asarray(d, dtype=float), np.asarray(groups)
+    labels = np.unique(g)
+    k, n = len(labels), len(x)
+    if k < 2 or n <= k:
+        return 0.0
+    if sps.f_oneway(*(x[g == lab] for lab in labels)).pvalue >= alpha:
+        return 0.0
+    means = np.array([x[g == lab].mean() for lab in labels])
+    sizes = np.array([(g == lab).sum() for lab in labels])
+    ms_between = float((sizes * (means - x.mean()) ** 2).sum() / (k - 1))
+    ms_within = float(sum(((x[g == lab] - m) ** 2).sum() for lab, m in zip(labels, means)) / (n - k))
+    return math.sqrt(max(0.0, (ms_between - ms_within) / sizes.mean()))
+
+
+def with_placement(effect: Effect, sigma_p: float, placements: int, alpha: float = ALPHA) -> Effect:
+    """The interval widened by the placement part: t(1−α/2, K−1)·σ_p/√K added in quadrature to each
+    side, so it covers the effect averaged over where buffers may lie, not only over these K."""
+    if sigma_p <= 0 or placements < 2:
+        return effect
+    w = float(sps.t.ppf(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
+    low = effect.estimate - math.hypot(effect.estimate - effect.low, w)
+    high = effect.estimate + math.hypot(effect.high - effect.estimate, w)
+    return Effect(effect.rounds, effect.estimate, low, high, effect.p, effect.p_sign, effect.verdict)
+
+
 def to_pct(d: float) -> float:
     """Log-ratio ln(t_leg/t_ref) → effect in percent, positive = faster."""
     return 100.0 * (math.exp(-d) - 1.0) if math.isfinite(d) else (-math.inf if d > 0 else math.inf)

@@ -99,7 +99,20 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
         )
     if summary is not None:
         table.notes.append(summary_line(summary))
+        if summary.placements and "placement_pct" in rows:
+            table.notes.append(placement_line(summary.placements, rows["placement_pct"].fillna(0.0)))
     return table
+
+
+def placement_line(placements: int, spread: pd.Series) -> str:
+    """What the rotation over buffer sets at varied offsets showed for a case's legs."""
+    head = f"placement: {placements} buffer sets at varied offsets; "
+    if not (spread > 0).any():
+        return head + "no leg differs between sets beyond the noise"
+    return (
+        head + f"{int((spread > 0).sum())} leg(s) differ between sets beyond the noise "
+        f"(largest ±{spread.max():.2f}%): that spread is in their intervals"
+    )
 
 
 def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
