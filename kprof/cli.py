@@ -53,8 +53,8 @@ TimerOption = Annotated[
     str,
     typer.Option(
         "--timer",
-        help="GPU timer: events (CUDA events around each replay), kernel-time (CUPTI activity records: "
-        "first kernel start to last kernel end) or auto (kernel times below the size where the event "
+        help="GPU timer: events (CUDA events around each replay), kernel-time (CUPTI activity records: the "
+        "busy time of each replay's kernels) or auto (kernel time below the size where the event "
         "overhead, measured at start, exceeds 1%).",
     ),
 ]
