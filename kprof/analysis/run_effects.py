@@ -114,13 +114,11 @@ def leg_effects(
         mde = S.minimum_detectable_effect(sigma, n, threshold) if aa is not None else float("inf")
         copies = [name for name in aa_names if name in d_all]
         biased = gated(d_all, copies)
-        sets = round_sets(samples[samples["case"] == case])
+        case_samples = samples[samples["case"] == case]
+        sets = round_sets(case_samples)
         n_placements = int(sets.nunique()) if sets is not None else 0
-        aa_placement = (
-            S.placement_sigma(d_all[aa_leg].to_numpy(), sets.reindex(d_all.index).to_numpy())
-            if aa is not None and sets is not None
-            else 0.0
-        )
+        set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
+        aa_placement = placement(d_all[aa_leg], set_of_round) if aa is not None and aa_leg is not None else 0.0
         if aa is not None:
             aa = S.with_verdict(aa, threshold)
         summaries[case] = CaseSummary(
@@ -132,15 +130,13 @@ def leg_effects(
             threshold_pct=100 * (np.exp(threshold) - 1),
             aa=aa,
             biased=biased,
-            quantum_ns=_quantum(samples[samples["case"] == case]),
+            quantum_ns=_quantum(case_samples),
             rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),
             placement_pct=100 * (np.exp(aa_placement) - 1),
             placements=n_placements,
             aa_copies=len(copies),
-            timer=", ".join(
-                sorted({str(t).split(" ")[0] for t in samples.loc[samples["case"] == case, "timer"].unique()})
-            ),
+            timer=", ".join(sorted({str(t).split(" ")[0] for t in case_samples["timer"].unique()})),
         )
         t_base = np.exp(logs[baseline]).median()
         declared = [leg.name for leg in legs if leg.name in logs.columns]
@@ -158,9 +154,8 @@ def leg_effects(
                     effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
                 )
             else:
-                d = d_all[leg]
-                sigma_p = S.placement_sigma(d.to_numpy(), sets.reindex(d.index).to_numpy()) if sets is not None else 0.0
-                placed = S.with_placement(S.estimate(d.to_numpy()), sigma_p, n_placements)
+                sigma_p = placement(d_all[leg], set_of_round)
+                placed = S.with_placement(S.estimate(d_all[leg].to_numpy()), sigma_p, n_placements)
                 eff = S.with_verdict(placed, threshold)
                 row.update(
                     eff.row(),
@@ -190,6 +185,11 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
     if (per_round["min"] != per_round["max"]).any() or per_round["min"].nunique() < 2:
         return None
     return per_round["min"]
+
+
+def placement(d: pd.Series, set_of_round: np.ndarray | None) -> float:
+    """A leg's spread between buffer sets (log units); 0 when the rounds did not rotate placements."""
+    return S.placement_sigma(d.to_numpy(), set_of_round) if set_of_round is not None else 0.0
 
 
 def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:

@@ -173,16 +173,14 @@ def placement_sigma(d: Sequence[float], groups: Sequence[int], alpha: float = AL
     alone the estimate is positive in half of all runs, and each would widen its interval for
     nothing. 0 with fewer than two groups or no replicate within a group."""
     x, g = np.asarray(d, dtype=float), np.asarray(groups)
-    labels = np.unique(g)
-    k, n = len(labels), len(x)
-    if k < 2 or n <= k:
+    parts = [x[g == label] for label in np.unique(g)]
+    k, n = len(parts), len(x)
+    if k < 2 or n <= k or sps.f_oneway(*parts).pvalue >= alpha:
         return 0.0
-    if sps.f_oneway(*(x[g == lab] for lab in labels)).pvalue >= alpha:
-        return 0.0
-    means = np.array([x[g == lab].mean() for lab in labels])
-    sizes = np.array([(g == lab).sum() for lab in labels])
+    means = np.array([p.mean() for p in parts])
+    sizes = np.array([len(p) for p in parts])
     ms_between = float((sizes * (means - x.mean()) ** 2).sum() / (k - 1))
-    ms_within = float(sum(((x[g == lab] - m) ** 2).sum() for lab, m in zip(labels, means)) / (n - k))
+    ms_within = float(sum(((p - m) ** 2).sum() for p, m in zip(parts, means)) / (n - k))
     return math.sqrt(max(0.0, (ms_between - ms_within) / sizes.mean()))
 
 

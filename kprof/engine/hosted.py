@@ -157,8 +157,9 @@ class HostedCase:
         estimates: dict[str, float] = {}
         for key, host in self.hosts.items():
             estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
-        samples = samples_per_round(median(estimates.values()) if estimates else 1.0, self.run.device, self.run.samples)
-        base_ns = estimates.get(self.run.baseline.name, median(estimates.values()) if estimates else 1.0)
+        typical_ns = median(estimates.values()) if estimates else 1.0
+        samples = samples_per_round(typical_ns, self.run.device, self.run.samples)
+        base_ns = estimates.get(self.run.baseline.name, typical_ns)
         self.kernel_time = wants_kernel_time(self.run.timer_mode, base_ns, self.run.timer_info, self.run.device)
         self.folder.update_case(
             self.case,

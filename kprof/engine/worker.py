@@ -35,13 +35,12 @@ def record_timer(ctx: CaseContext) -> None:
     assert timer is not None
     gpu = own_gpu()
     described = timer.describe()
-    if "measured_in_case" not in own_timer_info(ctx.folder.read_run().timer_info):
+    ctx.run = ctx.folder.read_run()
+    if "measured_in_case" not in own_timer_info(ctx.run.timer_info):
         measured = {**described, **timer.measure_device(), "measured_in_case": ctx.case.name}
         ctx.run = ctx.folder.record_measurements(
             measured, gpu, lambda info: run_timer_label(ctx.run.timer_mode, timer.label, info)
         )
-    else:
-        ctx.run = ctx.folder.read_run()
     ctx.folder.update_case(
         ctx.case.name, device_name=described.get("device_name"), device_uuid=described.get("device_uuid"), gpu=gpu
     )

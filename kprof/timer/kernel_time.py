@@ -8,7 +8,7 @@ held 0 in 8 of 8. The gaps between the kernels of one replay differ between capt
 copy followed by a one-cycle kernel: 1.4% on 7 µs, in both timers), so they are not counted: the
 time is the union of the replay's activity intervals, what nsys and HTA call kernel time. A lever
 whose gain is a launch gap it removes shows under ``--timer events`` only
-(docs/benchmarks.md, "Small kernels").
+(docs/benchmarks.md, "Where the A/A difference of small kernels comes from").
 
 The round is enqueued as with events — flush, replay, flush, replay … — under the profiler; every
 activity carries the correlation id of the launch that issued it (all of a graph's kernels share
@@ -90,13 +90,18 @@ def kernel_time_below_ns(event_overhead_ns: float) -> float:
     return max(event_overhead_ns, 0.0) / EVENT_OVERHEAD_SHARE
 
 
+def _kernel_time_below(timer_info: dict[str, Any]) -> float | None:
+    """The size rule the start-of-run self-check stored (None when it did not measure one)."""
+    return ((timer_info.get("self_checks") or {}).get("event_overhead") or {}).get("kernel_time_below_ns")
+
+
 def run_timer_label(mode: str, events_label: str, timer_info: dict[str, Any]) -> str:
     """What a run's header says: its one timer, or the size rule that splits its cases between two."""
     if mode == "events" or not events_label.startswith("cuda"):
         return events_label
     if mode == "kernel-time":
         return KERNEL_TIME_LABEL
-    below = ((timer_info.get("self_checks") or {}).get("event_overhead") or {}).get("kernel_time_below_ns")
+    below = _kernel_time_below(timer_info)
     if below is None:
         return f"{events_label}; no kernel times (the event overhead was not measured)"
     return f"{KERNEL_TIME_LABEL} for cases under {below / 1e3:.0f} µs, {events_label} above"
@@ -110,6 +115,5 @@ def wants_kernel_time(mode: str, t_event_ns: float, timer_info: dict[str, Any], 
         return False
     if mode == "kernel-time":
         return True
-    overhead = (timer_info.get("self_checks") or {}).get("event_overhead") or {}
-    below = overhead.get("kernel_time_below_ns")
+    below = _kernel_time_below(timer_info)
     return below is not None and t_event_ns < below
