@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.compare import MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
+from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
@@ -64,10 +64,11 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
             [Column(h, "left" if h in left else "right") for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")],
         )
         for _, r in c.legs.iterrows():
-            ratio = c.control is not None and r.get("role") != "CONTROL"
+            is_control = r.get("role") == CONTROL
+            ratio = c.control is not None and not is_control
             t.add(
                 r["case"],
-                r["leg"] + (" (control)" if r.get("role") == "CONTROL" else ""),
+                r["leg"] + (" (control)" if is_control else ""),
                 f"{r['a']:.4f}" if ratio else _num(r["a"]),
                 f"{r['b']:.4f}" if ratio else _num(r["b"]),
                 effect_text(r),
