@@ -73,7 +73,8 @@ def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
 def case_timer_info(run: Run, case: str) -> dict[str, Any]:
     """The measurements of the GPU a case ran on (the run's own when it was not sharded)."""
     gpu = run.status(case).extra.get("gpu")
-    return (run.timer_info.get("gpus") or {}).get(gpu) or run.timer_info if gpu is not None else run.timer_info
+    per_gpu = (run.timer_info.get("gpus") or {}).get(gpu) if gpu is not None else None
+    return per_gpu or run.timer_info
 
 
 def _pct_copy(row: pd.Series, run: Run) -> str:
