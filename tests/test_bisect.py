@@ -30,18 +30,40 @@ def _timer(effects: dict[int, float], seed: int, noise: float = 0.003):
     """time_revisions for run_bisect: a synthetic run whose revision ri has ln t = Σ effects of
     commits ≤ i, with shared round drift and noise; the first revision is the baseline."""
 
-    def time_revisions(shas: list[str], folder: Path):
+    def time_revisions(shas: list[str], folder: Path, gpu: int | None = None, offset: float = 0.0):
         index = [int(s, 16) for s in shas]
         legs = [
             Leg(s[:7] + f"-{i}", roles=frozenset({Role.BASELINE if j == 0 else Role.LEG}))
             for j, (s, i) in enumerate(zip(shas, index))
         ]
         legs.append(Leg("aa", roles=frozenset({Role.AA}), replica=1))
-        level = {leg.name: sum(e for c, e in effects.items() if c <= i) for leg, i in zip(legs, index)}
+        level = {leg.name: offset + sum(e for c, e in effects.items() if c <= i) for leg, i in zip(legs, index)}
         level["aa"] = level[legs[0].name]
         return write_run(folder, legs, lambda leg, case: level[leg.name], rounds=10, noise=noise, seed=seed)
 
     return time_revisions
+
+
+def test_two_gpus_search_with_twice_the_segments_each_formed_on_one_gpu(tmp_path: Path) -> None:
+    """GPU 1 runs everything 7% slower than GPU 0: a search that formed any difference across the
+    two would see a 7% step where the shares meet. Sharded, each GPU times a contiguous share of
+    the probes, and the search finds the commit in fewer steps."""
+    base, commits = _commits()
+    timed: list[tuple[int | None, list[int]]] = []
+    inner = _timer({11: math.log(1.05)}, seed=1)
+
+    def time_revisions(shas: list[str], folder: Path, gpu: int | None):
+        timed.append((gpu, [int(s, 16) for s in shas]))
+        return inner(shas, folder, gpu, offset=math.log(1.07) if gpu == 1 else 0.0)
+
+    result = run_bisect(base, commits, "c", 0.5, time_revisions, tmp_path, gpus=[0, 1])
+    assert result.verdict == "FOUND" and result.culprits == [11]
+    assert timed[:2] == [(0, [0, 2, 4, 6, 8]), (1, [8, 10, 12, 14, 16])]  # 8 segments, 2 shares
+    assert [(s.lo, s.hi) for s in result.steps] == [(0, 16), (10, 12)]  # 2 steps, the second of 2 commits
+    assert abs(result.steps[0].total.effect_pct - (100 / 1.05 - 100)) < 0.5  # no 7% where shares meet
+    assert {s.gpu for s in result.steps[0].segments} == {0, 1}
+    assert (tmp_path / "step-1" / "gpu-0" / "meta.json").is_file() and (tmp_path / "step-1" / "gpu-1").is_dir()
+    assert result.alpha_per_interval == pytest.approx(0.05 / (2 * 8))
 
 
 def test_probes_split_the_span_evenly() -> None:
@@ -77,7 +99,8 @@ def test_error_over_the_whole_search_is_bounded(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("gpus", [[], ["--gpus", "2"]], ids=["one", "two-slots"])
+def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: list[str]) -> None:
     repo = workload_repo(tmp_path, monkeypatch)
     shas = [
         _commit(repo, f"note {i}", "", f"# note {i}\n")
@@ -87,7 +110,7 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
     ]
     out = tmp_path / "bisect"
     args = ["run", str(repo / "wl.py"), "--revisions", f"HEAD~{N}..HEAD", "--design", "bisect", "--device", "cpu"]
-    args += ["--preset", "smoke", "--rounds", "10", "--samples", "3", "--threshold", "5", "--out", str(out)]
+    args += ["--preset", "smoke", "--rounds", "10", "--samples", "3", "--threshold", "5", "--out", str(out), *gpus]
     res = CliRunner().invoke(app, [*args, "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     result = json.loads(res.stdout)
@@ -96,4 +119,10 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
     ]
     md = CliRunner().invoke(app, ["report", str(out), "--format", "md"], catch_exceptions=False).stdout
     assert "double the work" in md and "verdict: FOUND" in md
-    assert np.all([(out / f"step-{i}" / "meta.json").is_file() for i in (1, 2)])
+    if gpus:  # two stand-in slots: 8 segments a step, each share's hosts pinned to its slot
+        assert len(result["steps"]) == 2 and result["steps"][1]["hi"] - result["steps"][1]["lo"] == 2
+        for slot in ("0", "1"):
+            meta = json.loads((out / "step-1" / f"gpu-{slot}" / "meta.json").read_text())
+            assert meta["case_status"]["n"]["gpu"] == slot and meta["gpus"] == [int(slot)]
+    else:
+        assert np.all([(out / f"step-{i}" / "meta.json").is_file() for i in (1, 2)])

@@ -103,9 +103,46 @@ def test_cases_run_at_once_on_their_slots_and_give_the_same_table(tmp_path: Path
     assert {row["case"] for row in legs} == {"n1024", "n2048", "n4096"}
 
 
-def test_gpus_on_a_revision_run_is_refused(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["run", "copy", "--device", "cpu", "--rev", "HEAD", "--gpus", "2", "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "--gpus" in res.output
+@pytest.mark.slow
+def test_a_revision_run_shards_its_cases_and_pins_every_host_of_a_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two revisions of the slots workload, three cases, two stand-in slots: every leg host of a case
+    (each revision's and the A/A's) runs on the case's slot, and two cases run at once."""
+    from test_revisions import _commit, _git
+
+    monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "setups.jsonl"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "slots.py").write_text(SHARDED_WORKLOAD.format(log=str(log)))
+    _git(repo, "add", "slots.py")
+    _git(repo, "commit", "-q", "-m", "base")
+    _commit(repo, "a comment", "", "# nothing changes\n", path="slots.py")
+    out = tmp_path / "rev"
+    args = ["run", str(repo / "slots.py"), "--rev", "HEAD~1", "--rev", "HEAD", *ARGS, "--gpus", "2", "--out", str(out)]
+    res = runner.invoke(app, [*args, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    setups = pd.DataFrame([json.loads(line) for line in log.read_text().splitlines()])
+    assert set(setups["slot"]) == {"0", "1"}
+    assert setups.groupby("case")["slot"].nunique().eq(1).all()  # every host of a case on one slot
+    assert setups.groupby("case")["pid"].nunique().ge(3).all()  # two revisions and the A/A: three hosts
+    spans = setups.groupby("case").agg(slot=("slot", "first"), start=("start", "min"), end=("end", "max"))
+    assert any(a.slot != b.slot and a.start < b.start < a.end for a in spans.itertuples() for b in spans.itertuples())
+    run = RunFolder(out).read_run()
+    status = {case: run.status(case) for case in run.case_names}
+    assert all(s.status == "done" for s in status.values()), status
+    assert {s.extra["gpu"] for s in status.values()} == {"0", "1"}
+    assert set(run.timer_info["gpus"]) == {"0", "1"}
+    assert {row["case"] for row in json.loads(res.stdout)["legs"]} == {"n1024", "n2048", "n4096"}
+
+
+def test_ray_on_a_revision_run_is_refused(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app, ["run", "copy", "--device", "cpu", "--rev", "HEAD", "--ray", "auto", "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 2 and "--ray" in res.output and "--gpus" in res.output
 
 
 def test_ray_without_ray_installed_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from kprof.engine.parent import execute
 from kprof.engine.program import ProgramRequest, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError
-from kprof.revisions.bisect import ALPHA, FANOUT, Bisect
+from kprof.revisions.bisect import Bisect
 from kprof.store.run_folder import RunFolder
 
 
@@ -61,7 +61,7 @@ def program_and_workload(
 def bisect_revisions(req: RunRequest, out: Path | None, on_event: Callable[[Event], None]) -> Bisect:
     """``--design bisect``: a statistical search of ``--revisions A..B`` for the commit(s) behind a
     change of one case's time; every step is a revision run of its own under ``out/step-N``."""
-    from kprof.revisions.bisect import BISECT_FILE, max_steps, run_bisect
+    from kprof.revisions.bisect import BISECT_FILE, interval_alpha, run_bisect
     from kprof.revisions.plan import find_repo
 
     repo = find_repo(req.repo, req.workload)
@@ -69,7 +69,8 @@ def bisect_revisions(req: RunRequest, out: Path | None, on_event: Callable[[Even
     first = plan_run(replace(req, revisions=None, revs=[base.sha, commits[-1].sha], design="endpoints"))
     if len(first.cases) != 1:
         raise KprofInputError("--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)")
-    alpha = ALPHA / (max_steps(len(commits)) * FANOUT)
+    gpus: list[int | None] = list(first.gpus) or [None]
+    alpha = interval_alpha(len(commits), len(gpus))
     if walsh_index(req.rounds, alpha) == 0:
         need = next(n for n in range(req.rounds, 64) if walsh_index(n, alpha) > 0)
         raise KprofInputError("--rounds", f"bisect over {len(commits)} commits needs at least {need} rounds")
@@ -78,9 +79,9 @@ def bisect_revisions(req: RunRequest, out: Path | None, on_event: Callable[[Even
         raise KprofInputError(root, "already holds a run (use another --out)")
     root.mkdir(parents=True, exist_ok=True)
 
-    def time_revisions(shas: list[str], folder: Path) -> RunFolder:
-        step = create_run(folder, replace(req, revisions=None, revs=shas, design="endpoints"))
+    def time_revisions(shas: list[str], folder: Path, gpu: int | None) -> RunFolder:
+        step = create_run(folder, replace(req, revisions=None, revs=shas, design="endpoints", gpus=None, on_gpu=gpu))
         execute(step, on_event)
         return step
 
-    return run_bisect(base, commits, first.cases[0].name, req.threshold_pct, time_revisions, root)
+    return run_bisect(base, commits, first.cases[0].name, req.threshold_pct, time_revisions, root, gpus=gpus)

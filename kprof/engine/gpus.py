@@ -62,7 +62,11 @@ def own_gpu() -> str | None:
     return os.environ.get(GPU_ENV)
 
 
-def own_timer_info(timer_info: dict[str, Any]) -> dict[str, Any]:
-    """The measurements of this worker's GPU (the run's own when not sharded)."""
-    gpu = own_gpu()
+def gpu_timer_info(timer_info: dict[str, Any], gpu: str | None) -> dict[str, Any]:
+    """The measurements of host GPU ``gpu`` (the run's own when not sharded)."""
     return timer_info if gpu is None else (timer_info.get("gpus") or {}).get(gpu, {})
+
+
+def own_timer_info(timer_info: dict[str, Any]) -> dict[str, Any]:
+    """The measurements of this worker's GPU."""
+    return gpu_timer_info(timer_info, own_gpu())

@@ -23,9 +23,10 @@ from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
 from kprof.engine.events import Event
 from kprof.engine.gate import check_row
+from kprof.engine.gpus import gpu_timer_info, pinned_env
 from kprof.engine.leg_host import outputs_path
 from kprof.engine.lifeline import child_env
-from kprof.engine.parent import last_line
+from kprof.engine.parent import Workers, last_line
 from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged, sample_rows, store_round
 from kprof.engine.schedule import round_orders
 from kprof.revisions.trees import revision_env
@@ -41,8 +42,8 @@ class HostDied(Exception):
 class Host:
     """One leg-host process and its command channel."""
 
-    def __init__(self, folder: RunFolder, run: Run, case_index: int, key: str) -> None:
-        env = revision_env(run, key)
+    def __init__(self, folder: RunFolder, run: Run, case_index: int, key: str, gpu: int | None) -> None:
+        env = pinned_env(revision_env(run, key), gpu, run.device)
         cmd = [sys.executable, "-m", "kprof.engine.leg_host", str(folder.root), str(case_index), key]
         # stderr to a file, not a pipe: a host that writes much there (a compiler) must never block
         safe = "".join(c if c.isalnum() else "_" for c in key)
@@ -93,7 +94,11 @@ def _load(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu")
 
 
-def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Event], None]) -> None:
+def run_hosted_case(
+    folder: RunFolder, case_index: int, on_event: Callable[[Event], None], gpu: int | None, live: Workers
+) -> None:
+    """One case: a host per revision tree, every one pinned to ``gpu`` (None: not sharded) and known
+    to ``live`` so that Ctrl-C stops them."""
     run = folder.read_run()
     failed: dict[str, str] = {}
     for leg in run.legs:
@@ -105,8 +110,10 @@ def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Even
     if base_key not in keys:
         raise HostDied(f"the baseline revision cannot run: {failed.get(run.baseline.name)}")
     hosts: dict[str, Host] = {}
+    started: dict[str, Host] = {}
     try:
-        started = {key: Host(folder, run, case_index, key) for key in keys}  # they start in parallel
+        started = {key: Host(folder, run, case_index, key, gpu) for key in keys}  # they start in parallel
+        live.procs.update(host.proc for host in started.values())
         for key, host in started.items():
             try:
                 host.ready()
@@ -118,10 +125,11 @@ def run_hosted_case(folder: RunFolder, case_index: int, on_event: Callable[[Even
                         failed[leg.name] = f"host: {e}"
         if base_key not in hosts:
             raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
-        HostedCase(folder, run, case_index, hosts, base_key, failed, on_event).drive()
+        HostedCase(folder, run, case_index, hosts, base_key, failed, on_event, gpu).drive()
     finally:
-        for host in hosts.values():
+        for host in started.values():
             host.close()
+            live.procs.discard(host.proc)
 
 
 @dataclass
@@ -135,6 +143,7 @@ class HostedCase:
     base_key: str
     failed: dict[str, str]
     on_event: Callable[[Event], None]
+    gpu: int | None = None  # the host GPU every host of this case is pinned to (None: not sharded)
     sets: int = 0
     kernel_time: bool = False  # the case's timer, chosen once for every host
 
@@ -142,17 +151,18 @@ class HostedCase:
     def case(self) -> str:
         return self.run.cases[self.case_index].name
 
+    @property
+    def gpu_key(self) -> str | None:
+        """The case's GPU as a key of ``timer_info["gpus"]``."""
+        return None if self.gpu is None else str(self.gpu)
+
     def fail(self, leg: str, reason: str) -> None:
         self.failed[leg] = reason
         self.on_event({"event": "leg_failed", "case": self.case, "leg": leg, "reason": reason})
 
     def drive(self) -> None:
         changed = self.gate()
-        described = self.hosts[self.base_key].ask("describe", measure="copy_gbps" not in self.run.timer_info)
-        info = {**self.run.timer_info, **described["info"]}
-        self.run = self.folder.update(
-            timer=run_timer_label(self.run.timer_mode, described["label"], info), timer_info=info
-        )
+        label = self.record_timer()
         timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
         estimates: dict[str, float] = {}
         for key, host in self.hosts.items():
@@ -160,16 +170,36 @@ class HostedCase:
         typical_ns = median(estimates.values()) if estimates else 1.0
         samples = samples_per_round(typical_ns, self.run.device, self.run.samples)
         base_ns = estimates.get(self.run.baseline.name, typical_ns)
-        self.kernel_time = wants_kernel_time(self.run.timer_mode, base_ns, self.run.timer_info, self.run.device)
+        info = gpu_timer_info(self.run.timer_info, self.gpu_key)
+        self.kernel_time = wants_kernel_time(self.run.timer_mode, base_ns, info, self.run.device)
         self.folder.update_case(
             self.case,
             samples=samples,
             failed=self.failed,
             legs_timed=[leg.name for leg in timed],
             changed_outputs=changed,
-            timer=KERNEL_TIME_LABEL if self.kernel_time else described["label"],
+            timer=KERNEL_TIME_LABEL if self.kernel_time else label,
         )
         self.rounds(timed, samples)
+
+    def record_timer(self) -> str:
+        """The timer's description, and once per GPU its copy bandwidth and self-checks, measured by
+        the baseline's host (as a worker does in kprof.engine.worker); returns the timer's label."""
+        gpu = self.gpu_key
+        self.run = self.folder.read_run()
+        measure = "measured_in_case" not in gpu_timer_info(self.run.timer_info, gpu)
+        described = self.hosts[self.base_key].ask("describe", measure=measure)
+        label = described["label"]
+        if measure:
+            measured = {**described["info"], "measured_in_case": self.case}
+            self.run = self.folder.record_measurements(
+                measured, gpu, lambda info: run_timer_label(self.run.timer_mode, label, info)
+            )
+        info = described["info"]
+        self.folder.update_case(
+            self.case, device_name=info.get("device_name"), device_uuid=info.get("device_uuid"), gpu=gpu
+        )
+        return label
 
     def gate(self) -> dict[str, str]:
         """Every host runs its legs; outputs are compared here, across revisions. Returns the legs

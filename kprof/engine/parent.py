@@ -16,6 +16,7 @@ from pathlib import Path
 from kprof.engine.events import Event
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
+from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
 MAX_RESTARTS = 4
@@ -61,17 +62,19 @@ class Workers:
             proc.kill()
 
 
-def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
-    """Every unfinished case in its own worker: one after another, or with ``--gpus`` one worker per
-    GPU at a time, each GPU taking the next case as it frees up."""
-    run = folder.read_run()
-    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+CaseRunner = Callable[[int, int | None, Callable[[Event], None], Workers], None]
+
+
+def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None], run_one: CaseRunner) -> None:
+    """``run_one(index, gpu, on_event, live)`` for every pending case: one after another, or with
+    ``--gpus`` one thread per GPU, each GPU taking the next case as it frees up (a case pinned to a
+    GPU by --aa-across-gpus waits for that one). Ctrl-C stops every GPU's processes."""
+    live = Workers()
     if len(run.gpus) <= 1:
-        env = pinned_env(worker_env(run.device), run.gpus[0] if run.gpus else None, run.device)
         for index in pending:
-            run_case_workers(folder, index, env, on_event, Workers())
+            run_one(index, run.gpus[0] if run.gpus else None, on_event, live)
         return
-    lock, live = threading.Lock(), Workers()
+    lock = threading.Lock()
     queue = deque(i for i in pending if run.cases[i].gpu is None)  # any free GPU takes these
     own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in run.gpus}  # pinned ones
 
@@ -80,27 +83,37 @@ def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> No
             on_event(event)
 
     def drain(gpu: int) -> None:
-        env = pinned_env(worker_env(run.device), gpu, run.device)
         while True:
             with lock:
                 mine = own[gpu] or queue
                 if not mine:
                     return
                 index = mine.popleft()
-            run_case_workers(folder, index, env, events, live)
+            run_one(index, gpu, events, live)
 
     with ThreadPoolExecutor(len(run.gpus)) as pool:
         futures = [pool.submit(drain, gpu) for gpu in run.gpus]
         try:
             for f in futures:
                 f.result()
-        except BaseException:  # Ctrl-C: no worker keeps timing, and no thread starts another case
+        except BaseException:  # Ctrl-C: no process keeps timing, and no thread starts another case
             with lock:
                 queue.clear()
                 for q in own.values():
                     q.clear()
                 live.stop()
             raise
+
+
+def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Every unfinished case in its own worker process, pinned to its GPU when sharded."""
+    run = folder.read_run()
+    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+
+    def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
+        run_case_workers(folder, index, pinned_env(worker_env(run.device), gpu, run.device), events, live)
+
+    shard_cases(run, pending, on_event, one)
 
 
 def run_case_workers(
@@ -173,17 +186,23 @@ def last_line(log: Path, default: str) -> str:
 
 
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
-    """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted)."""
+    """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted), all of
+    a case's hosts pinned to one GPU; with ``--gpus`` the cases are sharded as worker cases are."""
     from kprof.engine.hosted import HostDied, run_hosted_case
 
     run = folder.read_run()
-    for index, case in enumerate(run.case_names):
-        if run.status(case).status == "done":
-            continue
+    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+
+    def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
+        case = run.case_names[index]
         try:
-            run_hosted_case(folder, index, on_event)
+            run_hosted_case(folder, index, events, gpu, live)
         except HostDied as e:
+            if live.stopped:  # interrupted: the hosts were stopped, nothing is to blame
+                return
             folder.update_case(case, status="failed", reason=str(e))
-            on_event({"event": "case_failed", "case": case, "reason": str(e)})
-            continue
+            events({"event": "case_failed", "case": case, "reason": str(e)})
+            return
         folder.update_case(case, status="done")
+
+    shard_cases(run, pending, on_event, one)

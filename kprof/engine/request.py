@@ -70,6 +70,7 @@ class RunRequest:
     buffers: str = "shared"
     timer_mode: str = "auto"
     gpus: str | None = None  # all | N | 0,1
+    on_gpu: int | None = None  # every case on this host GPU (a bisect step's share of --gpus)
     aa_across_gpus: bool = False
     ray: str | None = None  # auto | ADDRESS
     seed: int = 0
@@ -147,16 +148,15 @@ def plan_run(req: RunRequest) -> Run:
     """Check every argument and describe the run; nothing is timed (revision trees are made)."""
     device = req.device or default_device()
     check_device(device)
-    gpus = parse_gpus(req.gpus, device)
+    gpus = [req.on_gpu] if req.on_gpu is not None else parse_gpus(req.gpus, device)
     revision_fields: dict[str, Any] = {}
     if req.by_revision:
         if req.plants or req.sweep:
             raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
         if req.collector != "events" or req.buffers != "shared":
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
-        if req.gpus is not None or req.ray is not None:
-            flag = "--gpus" if req.gpus is not None else "--ray"
-            raise KprofInputError(flag, "revision runs drive their cases one at a time (not sharded yet)")
+        if req.ray is not None:
+            raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
         workload, legs, features, revision_fields = _revision_workload(req)
     else:
         workload = load_workload(req.workload)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,13 @@ def max_steps(n: int, fanout: int = FANOUT) -> int:
     return max(1, math.ceil(math.log(max(n, 2), fanout)))
 
 
+def interval_alpha(n: int, gpus: int = 1) -> float:
+    """The level of every interval of a search over ``n`` commits with ``gpus`` shares per step
+    (Bonferroni over the most steps and the segments per step)."""
+    fanout = FANOUT * gpus
+    return ALPHA / (max_steps(n, fanout) * fanout)
+
+
 @dataclass
 class Segment:
     lo: int
@@ -48,6 +56,7 @@ class Segment:
     ci_low_pct: float
     ci_high_pct: float
     resolved: bool  # interval excludes 0, on the total's side, beyond the threshold
+    gpu: int | None = None  # the GPU its two ends were timed on, when the search ran on several
 
 
 @dataclass
@@ -92,35 +101,67 @@ def probes(lo: int, hi: int, fanout: int = FANOUT) -> list[int]:
     return sorted({lo + round(j * (hi - lo) / k) for j in range(k + 1)})
 
 
-def _segment(d: np.ndarray, lo: int, hi: int, alpha: float, threshold: float, sign: float) -> Segment:
+def _segment(
+    d: np.ndarray, lo: int, hi: int, alpha: float, threshold: float, sign: float, gpu: int | None = None
+) -> Segment:
     est = S.estimate(d, alpha)
     excludes = est.low > 0 or est.high < 0
     same_side = sign == 0 or np.sign(est.estimate) == sign
     resolved = bool(excludes and same_side and abs(est.estimate) >= threshold)
-    return Segment(lo, hi, est.effect_pct, est.ci_low_pct, est.ci_high_pct, resolved)
+    return Segment(lo, hi, est.effect_pct, est.ci_low_pct, est.ci_high_pct, resolved, gpu)
 
 
-def judge_step(folder: RunFolder, lo: int, hi: int, points: list[int], alpha: float, threshold_pct: float) -> Step:
-    """The segments of one step from its run folder (legs in the order of ``points``)."""
-    run = folder.read_run()
-    rounds = round_statistics(folder.read("samples"))
-    case = run.cases[0].name
-    logs = per_round_logs(rounds, case).dropna(how="any")
+def split_probes(points: list[int], parts: int) -> list[list[int]]:
+    """A step's probes in contiguous shares, one per GPU, neighbouring shares sharing their end
+    revision: every segment is timed inside one share, so no difference mixes two GPUs."""
+    segments = len(points) - 1
+    parts = max(1, min(parts, segments))
+    bounds = [round(j * segments / parts) for j in range(parts + 1)]
+    return [points[bounds[j] : bounds[j + 1] + 1] for j in range(parts)]
+
+
+@dataclass
+class Share:
+    """One GPU's part of a step: its probes (revision numbers) and the run folder that timed them."""
+
+    folder: RunFolder
+    points: list[int]
+    gpu: int | None = None
+
+
+def _share_logs(share: Share) -> tuple[Any, list[str], str | None]:
+    run = share.folder.read_run()
+    logs = per_round_logs(round_statistics(share.folder.read("samples")), run.cases[0].name).dropna(how="any")
     names = [leg.name for leg in run.legs if not leg.has(Role.AA)]
+    aa = next((leg.name for leg in run.legs if leg.has(Role.AA)), None)
+    return logs, names, aa
+
+
+def judge_step(shares: list[Share], lo: int, hi: int, alpha: float, threshold_pct: float) -> Step:
+    """The segments of one step from its shares' run folders (legs in the order of their points).
+    The span's total, per round, is the sum of the shares' totals (each formed on its own GPU;
+    rounds of different shares are independent and paired by number)."""
     threshold = S.pct_threshold_to_log(threshold_pct)
-    total_d = (logs[names[-1]] - logs[names[0]]).to_numpy()
+    timed = [_share_logs(share) for share in shares]
+    rounds = min(len(logs) for logs, _, _ in timed)
+    total_d = sum((logs[names[-1]] - logs[names[0]]).to_numpy()[:rounds] for logs, names, _ in timed)
+    assert isinstance(total_d, np.ndarray)
     total = _segment(total_d, lo, hi, alpha, threshold, 0.0)
     sign = float(np.sign(S.estimate(total_d, alpha).estimate))
-    segments = [
-        _segment((logs[b] - logs[a]).to_numpy(), points[i], points[i + 1], alpha, threshold, sign)
-        for i, (a, b) in enumerate(zip(names, names[1:]))
-    ]
-    aa = next((leg.name for leg in run.legs if leg.has(Role.AA)), None)
-    aa_pct = None
-    if aa is not None and aa in logs:
-        e = S.estimate((logs[aa] - logs[names[0]]).to_numpy())
-        aa_pct = (e.effect_pct, e.ci_low_pct, e.ci_high_pct)
-    return Step(str(folder.root), lo, hi, points, len(logs), total, segments, aa_pct)
+    segments, aa_pct = [], None
+    for share, (logs, names, aa) in zip(shares, timed):
+        ends = zip(share.points, share.points[1:])
+        segments += [
+            _segment((logs[b] - logs[a]).to_numpy(), p, q, alpha, threshold, sign, share.gpu)
+            for (a, b), (p, q) in zip(zip(names, names[1:]), ends)
+        ]
+        if aa is not None and aa in logs:
+            e = S.estimate((logs[aa] - logs[names[0]]).to_numpy())
+            if aa_pct is None or abs(e.effect_pct) > abs(aa_pct[0]):  # the share whose A/A is farthest off
+                aa_pct = (e.effect_pct, e.ci_low_pct, e.ci_high_pct)
+    folder = shares[0].folder.root if len(shares) == 1 else shares[0].folder.root.parent
+    points = sorted({p for share in shares for p in share.points})
+    return Step(str(folder), lo, hi, points, rounds, total, segments, aa_pct)
 
 
 def run_bisect(
@@ -128,34 +169,48 @@ def run_bisect(
     commits: list[Commit],
     case: str,
     threshold_pct: float,
-    time_revisions: Callable[[list[str], Path], RunFolder],
+    time_revisions: Callable[[list[str], Path, int | None], RunFolder],
     root: Path,
     on_step: Callable[[Step], None] = lambda s: None,
+    gpus: Sequence[int | None] = (None,),
 ) -> Bisect:
-    """``time_revisions(shas, folder)`` times those revisions (the first as baseline) and returns the
-    run folder; this function decides where to look next."""
+    """``time_revisions(shas, folder, gpu)`` times those revisions (the first as baseline) on one
+    GPU and returns the run folder; this function decides where to look next. With several GPUs a
+    step has FANOUT segments per GPU, its probes split in contiguous shares timed at once, one share
+    per GPU: the same error control over more segments, fewer steps."""
     n = len(commits)
     shas = [base.sha, *(c.sha for c in commits)]
-    alpha = ALPHA / (max_steps(n) * FANOUT)
+    fanout = FANOUT * len(gpus)
+    alpha = interval_alpha(n, len(gpus))
     result = Bisect(base.record(), [c.record() for c in commits], case, alpha)
     lo, hi = 0, n
     while True:
-        points = probes(lo, hi)
-        folder = time_revisions([shas[p] for p in points], root / f"step-{len(result.steps) + 1}")
-        step = judge_step(folder, lo, hi, points, alpha, threshold_pct)
+        where = root / f"step-{len(result.steps) + 1}"
+        parts = split_probes(probes(lo, hi, fanout), len(gpus))
+        placed = list(zip(parts, gpus))
+        if len(placed) == 1:
+            shares = [Share(time_revisions([shas[p] for p in parts[0]], where, gpus[0]), parts[0], gpus[0])]
+        else:
+            with ThreadPoolExecutor(len(placed)) as pool:
+                futures = [
+                    pool.submit(time_revisions, [shas[p] for p in points], where / f"gpu-{gpu}", gpu)
+                    for points, gpu in placed
+                ]
+                shares = [Share(f.result(), points, gpu) for f, (points, gpu) in zip(futures, placed)]
+        step = judge_step(shares, lo, hi, alpha, threshold_pct)
         result.steps.append(step)
         on_step(step)
         result.save(root)
         if not step.total.resolved:
             result.verdict = "NO CHANGE" if len(result.steps) == 1 and _same(step, threshold_pct) else "UNRESOLVED"
-            result.rounds_needed = _rounds_needed(folder, threshold_pct)
+            result.rounds_needed = _rounds_needed(shares[0].folder, threshold_pct)
             break
         hits = [s for s in step.segments if s.resolved]
         if len(hits) != 1:
             result.verdict = "SPREAD" if hits else "UNRESOLVED"
             result.culprits = [c for s in hits for c in range(s.lo + 1, s.hi + 1)]
             if not hits:
-                result.rounds_needed = _rounds_needed(folder, threshold_pct)
+                result.rounds_needed = _rounds_needed(shares[0].folder, threshold_pct)
             break
         lo, hi = hits[0].lo, hits[0].hi
         if hi - lo == 1:

@@ -69,14 +69,27 @@ def _copy_worktree(repo: Repo, target: Path) -> None:
 
 
 def materialise(repo: Repo, spec: TreeSpec, root: Path | None = None) -> Tree:
-    """The tree of ``spec``, from the cache when it was made before."""
-    path = (root or cache_root()) / "trees" / spec.key(repo)
+    """The tree of ``spec``, from the cache when it was made before. Made under a lock on the cache:
+    the shares of a bisect step on several GPUs ask for the revision they share at the same time,
+    and two kprof processes may use one cache."""
+    import fcntl
+
+    trees = (root or cache_root()) / "trees"
+    trees.mkdir(parents=True, exist_ok=True)
+    with (trees / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            return _materialise(repo, spec, trees / spec.key(repo))
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _materialise(repo: Repo, spec: TreeSpec, path: Path) -> Tree:
     if (path / OK_MARK).is_file() and not spec.worktree:
         return Tree(path)
     if path.exists():
         git(repo.root, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if spec.worktree:
         path.mkdir()
         _copy_worktree(repo, path)
@@ -101,7 +114,7 @@ def clean(root: Path | None = None) -> list[Path]:
         with contextlib.suppress(OSError, ValueError, KeyError):
             repos.add(json.loads(mark.read_text())["repo"])
     if trees.is_dir():
-        removed = sorted(trees.iterdir())
+        removed = sorted(p for p in trees.iterdir() if p.name != ".lock")
         shutil.rmtree(trees)
     for repo in repos:
         if Path(repo).is_dir():
