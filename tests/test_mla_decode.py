@@ -97,3 +97,58 @@ def test_wave_fit_lever_changes_the_split_count_and_stays_within_tolerance() -> 
         outs[features] = state.out.clone()
         assert relative_error(state.out, WORKLOAD.reference(state)["out"]) < (5e-3 if HAS_GPU else 1e-5)
     assert relative_error(outs[("wave_fit_splits",)], outs[()]) <= WORKLOAD.feature("wave_fit_splits").rtol
+
+
+# Nine requests in groups of four (the last group holds one) sharing a 50-token prefix: the prefix
+# kernel serves up to four requests per program, over 1 … 7 splits (some empty at 7).
+SHARED = _case("b9-h4-c80", 9, 4, context=80, prefix=50, share=4)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"prefix_splits": 1},
+        {"prefix_splits": 7},
+        {"prefix_requests": 1},
+        {"prefix_requests": 3},
+        {"num_splits": 3, "prefix_splits": 2},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default",
+)
+def test_shared_prefix_matches_float64(params) -> None:
+    state = WORKLOAD.setup(SHARED, DEVICE, "float32", 0)
+    state.lse_part.fill_(float("nan"))
+    WORKLOAD.launch(state, frozenset({"shared_prefix", "pipelined_loads"}), params)()
+    assert relative_error(state.out, WORKLOAD.reference(state)["out"]) < (5e-3 if HAS_GPU else 1e-5)
+    # the prefix's partials come first: exactly prefix_splits of them, then the requests' own splits
+    prefix_splits = params.get("prefix_splits")
+    if prefix_splits is not None:
+        own = params.get("num_splits")
+        written = (~torch.isnan(state.lse_part[0, 0])).sum().item()
+        assert own is None or written == prefix_splits + own
+
+
+def test_shared_prefix_plan_fills_64_rows_in_even_shares_of_a_group() -> None:
+    from kernels.mla_decode.kernel import prefix_plan
+
+    h12 = prefix_plan(16, 12, 63_240, 8, 132, 128)  # 8 requests × 12 heads: two programs of 4 (48 rows)
+    assert (h12.requests_per_program, h12.block_m, h12.splits) == (4, 64, 33)
+    h16 = prefix_plan(48, 16, 63_240, 8, 132, 128)  # 4 × 16 = 64 rows; 12 programs, 11 splits
+    assert (h16.requests_per_program, h16.block_m, h16.splits) == (4, 64, 11)
+    assert prefix_plan(16, 12, 63_240, 8, 132, 128, per_program=3).requests_per_program == 3  # 3+3+2
+    assert prefix_plan(1, 12, 63_240, 8, 132, 128).requests_per_program == 1
+
+
+def test_shared_prefix_is_a_no_op_where_no_prefix_is_shared() -> None:
+    from test_levers import launches
+
+    for lone in (
+        _case("b1-h4-c80", 1, 4, context=80, prefix=50, share=8),  # one request: nothing to share
+        _case("b2-h4-c80", 2, 4, context=80, prefix=50, share=8),  # two: too few to pay (MIN_SHARING)
+    ):
+        state = WORKLOAD.setup(lone, DEVICE, "float32", 0)
+        assert launches(WORKLOAD, state, frozenset({"shared_prefix"})) == launches(WORKLOAD, state, frozenset())
+    state = WORKLOAD.setup(SHARED, DEVICE, "float32", 0)
+    kernels = [x.kernel for x in launches(WORKLOAD, state, frozenset({"shared_prefix"}))]
+    assert kernels[0] == "mla_prefix_stage1" and "mla_decode_stage1" in kernels

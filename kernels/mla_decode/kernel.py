@@ -14,17 +14,75 @@ output and its log-sum-exp; stage 2 merges the splits. Levers:
 * ``wave_fit_splits`` (host side, ``wave_fit_splits()``): upstream's ~256-program budget is one
   wave on a 256-CU MI355X; on another device its grid can leave most of a last wave idle. The split
   count is raised to the smallest one whose last wave of resident programs is ≥ 95% full.
+* ``shared_prefix`` (kprof's own, host side + ``mla_prefix_stage1``): requests that share a prefix
+  through the page table (prefix caching) each re-read it from L2 or HBM. The prefix kernel reads
+  each shared row once for up to 64 query rows — the heads of several requests of a group — and
+  writes one partial per split and request; stage 1 then walks only each request's own tokens,
+  and stage 2 merges both kinds of partials by log-sum-exp like any splits.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import triton
 import triton.language as tl
 
 KV_LORA = 512
 ROPE = 64
+
+
+@triton.jit
+def _attend(
+    b_q,
+    b_qpe,
+    kv,
+    p_rows,
+    lo,
+    hi,
+    stride_kv,
+    sm_scale,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    D_V: tl.constexpr,
+    D_PE: tl.constexpr,
+    PIPELINED_LOADS: tl.constexpr,
+):
+    """Online softmax of BLOCK_M query rows over the cache rows ``p_rows[lo:hi]`` (page size 1):
+    returns the running max, the sum of weights and the unnormalised output, all fp32."""
+    o_v = tl.arange(0, D_V)
+    o_pe = tl.arange(0, D_PE)
+    b_m = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    b_l = tl.zeros([BLOCK_M], tl.float32)
+    b_acc = tl.zeros([BLOCK_M, D_V], tl.float32)
+    for n0 in tl.range(lo, hi, BLOCK_N, num_stages=3 if PIPELINED_LOADS else 1):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < hi
+        b_row = tl.load(p_rows + o_n, mask=m_n, other=0).to(tl.int64)
+        p_kv = kv + b_row[:, None] * stride_kv
+        b_k = tl.load(p_kv + o_v[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 512] = V too
+        b_kpe = tl.load(p_kv + D_V + o_pe[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 64]
+        b_s = tl.dot(b_q, tl.trans(b_k)) + tl.dot(b_qpe, tl.trans(b_kpe))
+        b_s = tl.where(m_n[None, :], b_s * sm_scale, float("-inf"))
+        b_m_new = tl.maximum(b_m, tl.max(b_s, axis=1))
+        b_m_safe = tl.where(b_m_new == float("-inf"), 0.0, b_m_new)
+        b_alpha = tl.exp(b_m - b_m_safe)
+        b_p = tl.exp(b_s - b_m_safe[:, None])
+        b_l = b_l * b_alpha + tl.sum(b_p, axis=1)
+        b_acc = b_acc * b_alpha[:, None] + tl.dot(b_p.to(b_k.dtype), b_k)
+        b_m = b_m_new
+    return b_m, b_l, b_acc
+
+
+@triton.jit
+def _store_partial(b_m, b_l, b_acc, p_o, p_lse, mask):
+    """A split's normalised output and log-sum-exp (an empty split: zeros and −inf)."""
+    b_lpos = tl.where(b_l > 0, b_l, 1.0)
+    b_out = tl.where(b_l[:, None] > 0, b_acc / b_lpos[:, None], 0.0)
+    b_lse = tl.where(b_l > 0, b_m + tl.log(b_lpos), float("-inf"))
+    tl.store(p_o, b_out, mask=mask[:, None])
+    tl.store(p_lse, b_lse, mask=mask)
 
 
 @triton.jit
@@ -46,6 +104,7 @@ def mla_decode_stage1(
     stride_lh,
     sm_scale,
     tokens_per_split,
+    seq_offset,
     num_heads,
     batch,
     BLOCK_H: tl.constexpr,
@@ -55,46 +114,83 @@ def mla_decode_stage1(
     PIPELINED_LOADS: tl.constexpr,
     SPLIT_MAJOR: tl.constexpr,
 ):
+    """Split i_s of request i_b's tokens from ``seq_offset`` on, for one block of BLOCK_H heads."""
     if SPLIT_MAJOR:
         i_s, i_b = tl.program_id(0), tl.program_id(1)
     else:
         i_b, i_s = tl.program_id(0), tl.program_id(1)
     i_hb = tl.program_id(2)
-    seq_len = tl.load(seq_lens + i_b)
+    seq_len = tl.load(seq_lens + i_b) - seq_offset
     lo = i_s * tokens_per_split
     hi = tl.minimum(lo + tokens_per_split, seq_len)
     o_h = i_hb * BLOCK_H + tl.arange(0, BLOCK_H)
     m_h = o_h < num_heads
     o_v = tl.arange(0, D_V)
-    o_pe = tl.arange(0, D_PE)
     p_q = q + i_b * stride_qb + o_h[:, None] * stride_qh
     b_q = tl.load(p_q + o_v[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 512]
-    b_qpe = tl.load(p_q + D_V + o_pe[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 64]
-    b_m = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    b_l = tl.zeros([BLOCK_H], tl.float32)
-    b_acc = tl.zeros([BLOCK_H, D_V], tl.float32)
-    for n0 in tl.range(lo, hi, BLOCK_N, num_stages=3 if PIPELINED_LOADS else 1):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < hi
-        b_row = tl.load(page_table + i_b * stride_pt + o_n, mask=m_n, other=0).to(tl.int64)
-        p_kv = kv + b_row[:, None] * stride_kv
-        b_k = tl.load(p_kv + o_v[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 512] = V too
-        b_kpe = tl.load(p_kv + D_V + o_pe[None, :], mask=m_n[:, None], other=0.0)  # [BLOCK_N, 64]
-        b_s = tl.dot(b_q, tl.trans(b_k)) + tl.dot(b_qpe, tl.trans(b_kpe))
-        b_s = tl.where(m_n[None, :], b_s * sm_scale, float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, axis=1))
-        b_m_safe = tl.where(b_m_new == float("-inf"), 0.0, b_m_new)
-        b_alpha = tl.exp(b_m - b_m_safe)
-        b_p = tl.exp(b_s - b_m_safe[:, None])
-        b_l = b_l * b_alpha + tl.sum(b_p, axis=1)
-        b_acc = b_acc * b_alpha[:, None] + tl.dot(b_p.to(b_k.dtype), b_k)
-        b_m = b_m_new
-    b_lpos = tl.where(b_l > 0, b_l, 1.0)
-    b_out = tl.where(b_l[:, None] > 0, b_acc / b_lpos[:, None], 0.0)
-    b_lse = tl.where(b_l > 0, b_m + tl.log(b_lpos), float("-inf"))
+    b_qpe = tl.load(p_q + D_V + tl.arange(0, D_PE)[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 64]
+    p_rows = page_table + i_b * stride_pt + seq_offset
+    b_m, b_l, b_acc = _attend(
+        b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_H, BLOCK_N, D_V, D_PE, PIPELINED_LOADS
+    )
     p_o = o_part + i_b * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_v[None, :]
-    tl.store(p_o, b_out, mask=m_h[:, None])
-    tl.store(lse_part + i_b * stride_lb + o_h * stride_lh + i_s, b_lse, mask=m_h)
+    _store_partial(b_m, b_l, b_acc, p_o, lse_part + i_b * stride_lb + o_h * stride_lh + i_s, m_h)
+
+
+@triton.jit
+def mla_prefix_stage1(
+    q,
+    kv,
+    page_table,
+    o_part,
+    lse_part,
+    stride_qb,
+    stride_qh,
+    stride_kv,
+    stride_pt,
+    stride_ob,
+    stride_oh,
+    stride_os,
+    stride_lb,
+    stride_lh,
+    sm_scale,
+    tokens_per_split,
+    prefix_len,
+    num_heads,
+    batch,
+    share,
+    requests_per_program,
+    programs_per_group,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    D_V: tl.constexpr,
+    D_PE: tl.constexpr,
+    PIPELINED_LOADS: tl.constexpr,
+):
+    """Split i_s of a group's shared prefix for up to ``requests_per_program`` of the group's
+    requests at once: all their heads are the rows of one query tile (row m: request m // H, head
+    m % H), so each prefix row is read once for all of them. The group's prefix rows are its first
+    request's first ``prefix_len`` page-table entries (every request of a group has the same)."""
+    i_p, i_s = tl.program_id(0), tl.program_id(1)
+    i_g = i_p // programs_per_group
+    b_first = i_g * share + (i_p % programs_per_group) * requests_per_program
+    b_end = tl.minimum(tl.minimum(b_first + requests_per_program, (i_g + 1) * share), batch)
+    o_m = tl.arange(0, BLOCK_M)
+    o_b = b_first + o_m // num_heads
+    o_h = o_m % num_heads
+    m_m = o_b < b_end
+    lo = i_s * tokens_per_split
+    hi = tl.minimum(lo + tokens_per_split, prefix_len)
+    o_v = tl.arange(0, D_V)
+    p_q = q + o_b[:, None] * stride_qb + o_h[:, None] * stride_qh
+    b_q = tl.load(p_q + o_v[None, :], mask=m_m[:, None], other=0.0)  # [BLOCK_M, 512]
+    b_qpe = tl.load(p_q + D_V + tl.arange(0, D_PE)[None, :], mask=m_m[:, None], other=0.0)  # [BLOCK_M, 64]
+    p_rows = page_table + (i_g * share).to(tl.int64) * stride_pt
+    b_m, b_l, b_acc = _attend(
+        b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_M, BLOCK_N, D_V, D_PE, PIPELINED_LOADS
+    )
+    p_o = o_part + o_b[:, None] * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_v[None, :]
+    _store_partial(b_m, b_l, b_acc, p_o, lse_part + o_b * stride_lb + o_h * stride_lh + i_s, m_m)
 
 
 @triton.jit
@@ -173,6 +269,35 @@ def wave_fit_splits(base: int, programs_per_split: int, slots: int, most: int) -
     return max(candidates, key=lambda s: (wave_fill(s, programs_per_split, slots), -s))
 
 
+@dataclass(frozen=True)
+class SharedPrefix:
+    """The ``shared_prefix`` lever's plan: every ``share`` consecutive requests (a group) share their
+    first ``length`` tokens; the prefix is split ``splits`` ways per group, each program serving
+    ``requests_per_program`` requests of a group (``block_m`` query rows = requests × heads, padded)."""
+
+    length: int
+    share: int
+    splits: int
+    requests_per_program: int
+    block_m: int
+    warps: int = 8
+
+
+def prefix_plan(
+    batch: int, heads: int, length: int, share: int, slots: int, most_splits: int, per_program: int | None = None
+) -> SharedPrefix:
+    """Requests per program: as many of a group as fit 64 query rows (at least one), in even shares
+    of the group; splits per group: enough programs to fill ``slots`` (one wave), at most
+    ``most_splits`` and the prefix's tiles."""
+    share = max(1, min(share, batch))
+    per_program = max(1, min(share, per_program or 64 // heads))
+    per_program = triton.cdiv(share, triton.cdiv(share, per_program))
+    block_m = max(16, triton.next_power_of_2(per_program * heads))
+    programs = triton.cdiv(batch, share) * triton.cdiv(share, per_program)
+    splits = max(1, min(triton.cdiv(slots, programs), most_splits, triton.cdiv(length, 32)))
+    return SharedPrefix(length, share, splits, per_program, block_m)
+
+
 def mla_decode(
     q,
     kv,
@@ -192,14 +317,22 @@ def mla_decode(
     block_h: int = 16,
     block_n: int = 32,
     stage1_warps: int = 4,
+    prefix: SharedPrefix | None = None,
     compile_only: bool = False,
 ):
     """q: [B, H, 576]; kv: [rows, 576]; page_table: [B, ≥ max_seq] int32 (token → row); seq_lens: [B];
-    out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits).
-    ``compile_only``: compile stage 1 without launching anything and return it (None under the
-    interpreter), for its occupancy."""
+    out: [B, H, 512]; o_part: [B, H, ≥ S, 512] fp32; lse_part: [B, H, ≥ S] fp32 (S = num_splits,
+    plus ``prefix.splits`` with a shared prefix: its partials first, then ``num_splits`` of each
+    request's own tokens after it). ``compile_only``: compile stage 1 without launching anything and
+    return it (None under the interpreter), for its occupancy."""
     batch, heads, _ = q.shape
-    tokens = tokens_per_split(max_seq_len, num_splits, block_n)
+    offset = prefix.length if prefix else 0
+    own_part, own_lse = o_part, lse_part  # where stage 1 writes the partials of each request's own tokens
+    if prefix and not compile_only:
+        _prefix_stage1(q, kv, page_table, o_part, lse_part, sm_scale, prefix, block_n, pipelined_loads)
+    if prefix:
+        own_part, own_lse = o_part[:, :, prefix.splits :], lse_part[:, :, prefix.splits :]
+    tokens = tokens_per_split(max_seq_len - offset, num_splits, block_n)
     head_blocks = triton.cdiv(heads, block_h)
     grid = (num_splits, batch, head_blocks) if split_major_grid else (batch, num_splits, head_blocks)
     stage1_kernel = mla_decode_stage1.warmup if compile_only else mla_decode_stage1[grid]
@@ -208,19 +341,20 @@ def mla_decode(
         kv,
         page_table,
         seq_lens,
-        o_part,
-        lse_part,
+        own_part,
+        own_lse,
         q.stride(0),
         q.stride(1),
         kv.stride(0),
         page_table.stride(0),
-        o_part.stride(0),
-        o_part.stride(1),
-        o_part.stride(2),
-        lse_part.stride(0),
-        lse_part.stride(1),
+        own_part.stride(0),
+        own_part.stride(1),
+        own_part.stride(2),
+        own_lse.stride(0),
+        own_lse.stride(1),
         sm_scale,
         tokens,
+        offset,
         heads,
         batch,
         BLOCK_H=block_h,
@@ -234,6 +368,7 @@ def mla_decode(
     )
     if compile_only:
         return stage1
+    num_splits += prefix.splits if prefix else 0  # stage 2 merges the prefix's partials with the request's own
     d_split, warps = stage2_tiling(batch, heads, num_sms, tiled_reduce)
     mla_decode_stage2[(batch, heads, d_split)](
         o_part,
@@ -250,4 +385,44 @@ def mla_decode(
         BLOCK_S=min(triton.next_power_of_2(num_splits), 8192 // (KV_LORA // d_split)),
         BLOCK_D=KV_LORA // d_split,
         num_warps=warps,
+    )
+
+
+def _prefix_stage1(
+    q, kv, page_table, o_part, lse_part, sm_scale: float, plan: SharedPrefix, block_n: int, pipelined: bool
+):
+    """Each group's shared prefix, once for several of its requests (``mla_prefix_stage1``)."""
+    batch, heads, _ = q.shape
+    share = max(1, min(plan.share, batch))
+    per_group = triton.cdiv(share, plan.requests_per_program)
+    grid = (triton.cdiv(batch, share) * per_group, plan.splits)
+    mla_prefix_stage1[grid](
+        q,
+        kv,
+        page_table,
+        o_part,
+        lse_part,
+        q.stride(0),
+        q.stride(1),
+        kv.stride(0),
+        page_table.stride(0),
+        o_part.stride(0),
+        o_part.stride(1),
+        o_part.stride(2),
+        lse_part.stride(0),
+        lse_part.stride(1),
+        sm_scale,
+        tokens_per_split(plan.length, plan.splits, block_n),
+        plan.length,
+        heads,
+        batch,
+        share,
+        plan.requests_per_program,
+        per_group,
+        BLOCK_M=plan.block_m,
+        BLOCK_N=block_n,
+        D_V=KV_LORA,
+        D_PE=ROPE,
+        PIPELINED_LOADS=pipelined,
+        num_warps=plan.warps,
     )
