@@ -45,6 +45,11 @@ def microseconds(fn: Callable[[], Any]) -> float:
 
 def mla_variants(name: str) -> list[tuple[str, list[str], dict[str, int]]]:
     variants = [("other levers", OTHER_LEVERS, {}), ("+ shared_prefix", SHARED, {})]
+    if name in ("h12-c8", "h12-c16"):  # the prefix loop's tile and depth
+        variants += [
+            (f"shared prefix_block_n={n} prefix_stages={k}", SHARED, {"prefix_block_n": n, "prefix_stages": k})
+            for n, k in ((16, 4), (32, 2), (32, 4), (64, 2))
+        ]
     if name == "h12-c16":  # requests per prefix program × warps, then the split counts
         variants += [
             (f"shared r{r} w{w}", SHARED, {"prefix_requests": r, "prefix_warps": w})

@@ -93,6 +93,21 @@ def occupancy(
     return max(0, min(by_threads, by_registers, by_shared, MAX_BLOCKS_PER_SM))
 
 
+def fits_shared_memory(kernel: Any) -> bool:
+    """Whether a compiled Triton kernel's shared memory fits the current device (Triton refuses to
+    launch it otherwise); True under the interpreter (None) and when the metadata cannot be read."""
+    try:
+        import torch
+        import triton
+
+        if kernel is None or not torch.cuda.is_available():
+            return True
+        limit = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())["max_shared_mem"]
+        return int(kernel.metadata.shared) <= int(limit)
+    except Exception:  # metadata of another Triton version: let the launch decide
+        return True
+
+
 def programs_per_sm(kernel: Any) -> int | None:
     """Resident programs per SM of a compiled Triton kernel on the current CUDA device; None under
     the interpreter and on ROCm, whose rules (wave64, VGPR granules) are not modelled here."""

@@ -112,6 +112,7 @@ SHARED = _case("b9-h4-c80", 9, 4, context=80, prefix=50, share=4)
         {"prefix_splits": 7},
         {"prefix_requests": 1},
         {"prefix_requests": 3},
+        {"prefix_block_n": 16, "prefix_stages": 2},
         {"num_splits": 3, "prefix_splits": 2},
     ],
     ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default",
@@ -152,3 +153,27 @@ def test_shared_prefix_is_a_no_op_where_no_prefix_is_shared() -> None:
     state = WORKLOAD.setup(SHARED, DEVICE, "float32", 0)
     kernels = [x.kernel for x in launches(WORKLOAD, state, frozenset({"shared_prefix"}))]
     assert kernels[0] == "mla_prefix_stage1" and "mla_decode_stage1" in kernels
+
+
+def test_the_prefix_tile_falls_back_to_one_that_fits_the_device() -> None:
+    """The fastest tile first; a device with less shared memory (or fp32 inputs, which double a
+    tile's bytes) gets the next one that fits, and none when none fits (the lever does nothing)."""
+    from kernels.mla_decode.kernel import PREFIX_TILES, fitting_prefix_tile, prefix_plan
+
+    plan = prefix_plan(16, 12, 63_240, 8, 132, 128)
+    asked = {(64, 2): 221_184, (32, 3): 147_712, (16, 2): 90_000}  # bytes each tile asks (bf16, H200)
+    tried: list[tuple[int, int]] = []
+
+    def compile_tile(candidate):  # type: ignore[no-untyped-def]
+        tried.append((candidate.block_n, candidate.stages))
+        return asked[(candidate.block_n, candidate.stages)]
+
+    def fits(limit: int):  # type: ignore[no-untyped-def]
+        return lambda need: need <= limit
+
+    assert [t for t in PREFIX_TILES] == list(asked)
+    chosen = fitting_prefix_tile(plan, compile_tile, fits(232_448))  # an H200
+    assert chosen is not None and (chosen.block_n, chosen.stages) == (64, 2) and tried == [(64, 2)]
+    chosen = fitting_prefix_tile(plan, compile_tile, fits(166_912))  # an A100
+    assert chosen is not None and (chosen.block_n, chosen.stages) == (32, 3)
+    assert fitting_prefix_tile(plan, compile_tile, fits(65_536)) is None  # 64 KiB of LDS: nothing fits

@@ -24,7 +24,9 @@ output and its log-sum-exp; stage 2 merges the splits. Levers:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import triton
 import triton.language as tl
@@ -47,16 +49,17 @@ def _attend(
     BLOCK_N: tl.constexpr,
     D_V: tl.constexpr,
     D_PE: tl.constexpr,
-    PIPELINED_LOADS: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
-    """Online softmax of BLOCK_M query rows over the cache rows ``p_rows[lo:hi]`` (page size 1):
-    returns the running max, the sum of weights and the unnormalised output, all fp32."""
+    """Online softmax of BLOCK_M query rows over the cache rows ``p_rows[lo:hi]`` (page size 1),
+    STAGES tiles in flight: returns the running max, the sum of weights and the unnormalised
+    output, all fp32."""
     o_v = tl.arange(0, D_V)
     o_pe = tl.arange(0, D_PE)
     b_m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     b_l = tl.zeros([BLOCK_M], tl.float32)
     b_acc = tl.zeros([BLOCK_M, D_V], tl.float32)
-    for n0 in tl.range(lo, hi, BLOCK_N, num_stages=3 if PIPELINED_LOADS else 1):
+    for n0 in tl.range(lo, hi, BLOCK_N, num_stages=STAGES):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < hi
         b_row = tl.load(p_rows + o_n, mask=m_n, other=0).to(tl.int64)
@@ -131,7 +134,7 @@ def mla_decode_stage1(
     b_qpe = tl.load(p_q + D_V + tl.arange(0, D_PE)[None, :], mask=m_h[:, None], other=0.0)  # [BLOCK_H, 64]
     p_rows = page_table + i_b * stride_pt + seq_offset
     b_m, b_l, b_acc = _attend(
-        b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_H, BLOCK_N, D_V, D_PE, PIPELINED_LOADS
+        b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_H, BLOCK_N, D_V, D_PE, 3 if PIPELINED_LOADS else 1
     )
     p_o = o_part + i_b * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_v[None, :]
     _store_partial(b_m, b_l, b_acc, p_o, lse_part + i_b * stride_lb + o_h * stride_lh + i_s, m_h)
@@ -165,7 +168,7 @@ def mla_prefix_stage1(
     BLOCK_N: tl.constexpr,
     D_V: tl.constexpr,
     D_PE: tl.constexpr,
-    PIPELINED_LOADS: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     """Split i_s of a group's shared prefix for up to ``requests_per_program`` of the group's
     requests at once: all their heads are the rows of one query tile (row m: request m // H, head
@@ -186,9 +189,7 @@ def mla_prefix_stage1(
     b_q = tl.load(p_q + o_v[None, :], mask=m_m[:, None], other=0.0)  # [BLOCK_M, 512]
     b_qpe = tl.load(p_q + D_V + tl.arange(0, D_PE)[None, :], mask=m_m[:, None], other=0.0)  # [BLOCK_M, 64]
     p_rows = page_table + (i_g * share).to(tl.int64) * stride_pt
-    b_m, b_l, b_acc = _attend(
-        b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_M, BLOCK_N, D_V, D_PE, PIPELINED_LOADS
-    )
+    b_m, b_l, b_acc = _attend(b_q, b_qpe, kv, p_rows, lo, hi, stride_kv, sm_scale, BLOCK_M, BLOCK_N, D_V, D_PE, STAGES)
     p_o = o_part + o_b[:, None] * stride_ob + o_h[:, None] * stride_oh + i_s * stride_os + o_v[None, :]
     _store_partial(b_m, b_l, b_acc, p_o, lse_part + o_b * stride_lb + o_h * stride_lh + i_s, m_m)
 
@@ -281,6 +282,13 @@ class SharedPrefix:
     requests_per_program: int
     block_m: int
     warps: int = 8
+    block_n: int = 64  # prefix rows per tile
+    stages: int = 2  # tiles in flight (1 without pipelined_loads)
+
+
+# (rows per tile, tiles in flight) of the prefix loop, fastest first on the H200 at 64 query rows:
+# 64 × 2 asks 221,184 bytes of shared memory in bf16 (the H200 allows 232,448), 32 × 3 147,712.
+PREFIX_TILES = ((64, 2), (32, 3), (16, 2))
 
 
 def prefix_plan(
@@ -329,7 +337,7 @@ def mla_decode(
     offset = prefix.length if prefix else 0
     own_part, own_lse = o_part, lse_part  # where stage 1 writes the partials of each request's own tokens
     if prefix and not compile_only:
-        _prefix_stage1(q, kv, page_table, o_part, lse_part, sm_scale, prefix, block_n, pipelined_loads)
+        prefix_stage1(q, kv, page_table, o_part, lse_part, sm_scale, prefix, pipelined_loads)
     if prefix:
         own_part, own_lse = o_part[:, :, prefix.splits :], lse_part[:, :, prefix.splits :]
     tokens = tokens_per_split(max_seq_len - offset, num_splits, block_n)
@@ -388,15 +396,25 @@ def mla_decode(
     )
 
 
-def _prefix_stage1(
-    q, kv, page_table, o_part, lse_part, sm_scale: float, plan: SharedPrefix, block_n: int, pipelined: bool
+def prefix_stage1(
+    q,
+    kv,
+    page_table,
+    o_part,
+    lse_part,
+    sm_scale: float,
+    plan: SharedPrefix,
+    pipelined: bool,
+    compile_only: bool = False,
 ):
-    """Each group's shared prefix, once for several of its requests (``mla_prefix_stage1``)."""
+    """Each group's shared prefix, once for several of its requests (``mla_prefix_stage1``);
+    ``compile_only``: compile it without launching and return it (None under the interpreter)."""
     batch, heads, _ = q.shape
     share = max(1, min(plan.share, batch))
     per_group = triton.cdiv(share, plan.requests_per_program)
     grid = (triton.cdiv(batch, share) * per_group, plan.splits)
-    mla_prefix_stage1[grid](
+    kernel = mla_prefix_stage1.warmup if compile_only else mla_prefix_stage1[grid]
+    return kernel(
         q,
         kv,
         page_table,
@@ -412,7 +430,7 @@ def _prefix_stage1(
         lse_part.stride(0),
         lse_part.stride(1),
         sm_scale,
-        tokens_per_split(plan.length, plan.splits, block_n),
+        tokens_per_split(plan.length, plan.splits, plan.block_n),
         plan.length,
         heads,
         batch,
@@ -420,9 +438,22 @@ def _prefix_stage1(
         plan.requests_per_program,
         per_group,
         BLOCK_M=plan.block_m,
-        BLOCK_N=block_n,
+        BLOCK_N=plan.block_n,
         D_V=KV_LORA,
         D_PE=ROPE,
-        PIPELINED_LOADS=pipelined,
+        STAGES=plan.stages if pipelined else 1,
         num_warps=plan.warps,
+        **({"grid": grid} if compile_only else {}),
     )
+
+
+def fitting_prefix_tile(
+    plan: SharedPrefix, compile_tile: Callable[[SharedPrefix], Any], fits: Callable[[Any], bool]
+) -> SharedPrefix | None:
+    """``plan`` with the first of PREFIX_TILES whose compiled prefix kernel fits the device's shared
+    memory (fp32 inputs double what a tile asks); None when none does."""
+    for block_n, stages in PREFIX_TILES:
+        candidate = replace(plan, block_n=block_n, stages=stages)
+        if fits(compile_tile(candidate)):
+            return candidate
+    return None

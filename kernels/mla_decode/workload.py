@@ -10,10 +10,20 @@ from typing import Any
 import torch
 import triton
 
-from kernels.mla_decode.kernel import KV_LORA, ROPE, mla_decode, prefix_plan, tokens_per_split, wave_fit_splits
+from kernels.mla_decode.kernel import (
+    KV_LORA,
+    ROPE,
+    SharedPrefix,
+    fitting_prefix_tile,
+    mla_decode,
+    prefix_plan,
+    prefix_stage1,
+    tokens_per_split,
+    wave_fit_splits,
+)
 from kernels.mla_decode.plain_torch import mla_decode_torch
 from kernels.mla_decode.reference import mla_decode_reference
-from kprof.compile_info import programs_per_sm
+from kprof.compile_info import fits_shared_memory, programs_per_sm
 from kprof.workload import Case, Feature, Sweep, Workload
 
 ROW = KV_LORA + ROPE
@@ -125,6 +135,8 @@ class MlaDecode(Workload):
             lambda case, v: 1 <= int(v) <= MAX_SPLITS // 2,
         ),
         Sweep("prefix_warps", "shared_prefix: warps per prefix program", lambda case, v: int(v) in (4, 8, 16)),
+        Sweep("prefix_block_n", "shared_prefix: prefix rows per tile", lambda case, v: int(v) in (16, 32, 64)),
+        Sweep("prefix_stages", "shared_prefix: prefix tiles in flight", lambda case, v: 1 <= int(v) <= 4),
         Sweep(
             "prefix_requests",
             "shared_prefix: requests of a group per prefix program (their heads are its query rows)",
@@ -200,15 +212,11 @@ class MlaDecode(Workload):
 
         own_tokens, room = p["context"], MAX_SPLITS  # tokens stage 1 walks per request; splits o_part holds
         if "shared_prefix" in features and min(p["share"], p["batch"]) >= MIN_SHARING and p["prefix"] > 0:
-            own_tokens, room = p["context"] - p["prefix"], MAX_SPLITS // 2  # half the partials each
-            splits = min(int(params.get("num_splits", default_splits(p["batch"], p["heads"], own_tokens))), room)
-            per_program = int(params["prefix_requests"]) if "prefix_requests" in params else None
-            plan = prefix_plan(p["batch"], p["heads"], p["prefix"], p["share"], s.num_sms, room, per_program)
-            kwargs["prefix"] = replace(
-                plan,
-                splits=int(params.get("prefix_splits", plan.splits)),
-                warps=int(params.get("prefix_warps", plan.warps)),
-            )
+            plan = self._prefix_plan(s, params)
+            if plan is not None:  # None: no prefix tile fits this device's shared memory
+                kwargs["prefix"] = plan
+                own_tokens, room = p["context"] - p["prefix"], MAX_SPLITS // 2  # half the partials each
+                splits = min(int(params.get("num_splits", default_splits(p["batch"], p["heads"], own_tokens))), room)
         if "wave_fit_splits" in features and "num_splits" not in params:
             # Compiling stage 1 (nothing is launched) tells its resident programs per SM; one per
             # SM where that is unknown (interpreter, ROCm).
@@ -216,6 +224,32 @@ class MlaDecode(Workload):
             most = min(triton.cdiv(own_tokens, kwargs["block_n"]), room)
             splits = wave_fit_splits(splits, programs_per_split(p["batch"], p["heads"]), s.num_sms * per_sm, most)
         return lambda: call(splits)
+
+    @staticmethod
+    def _prefix_plan(s: State, params: Mapping[str, Any]) -> SharedPrefix | None:
+        """The shared_prefix plan: requests per program, splits and warps from prefix_plan or the
+        sweeps; the prefix loop's tile forced by the sweeps or the fastest that fits the device."""
+        p = s.case.params
+        per_program = int(params["prefix_requests"]) if "prefix_requests" in params else None
+        plan = prefix_plan(p["batch"], p["heads"], p["prefix"], p["share"], s.num_sms, MAX_SPLITS // 2, per_program)
+        plan = replace(
+            plan,
+            splits=int(params.get("prefix_splits", plan.splits)),
+            warps=int(params.get("prefix_warps", plan.warps)),
+        )
+        if "prefix_block_n" in params or "prefix_stages" in params:
+            return replace(
+                plan,
+                block_n=int(params.get("prefix_block_n", plan.block_n)),
+                stages=int(params.get("prefix_stages", plan.stages)),
+            )
+
+        def compile_tile(candidate: SharedPrefix) -> Any:
+            return prefix_stage1(
+                s.q, s.kv, s.page_table, s.o_part, s.lse_part, ROW**-0.5, candidate, True, compile_only=True
+            )
+
+        return fitting_prefix_tile(plan, compile_tile, fits_shared_memory)
 
     def launch_torch(self, state: State) -> Callable[[], None]:
         s = state
