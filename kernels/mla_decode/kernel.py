@@ -18,7 +18,8 @@ output and its log-sum-exp; stage 2 merges the splits. Levers:
   through the page table (prefix caching) each re-read it from L2 or HBM. The prefix kernel reads
   each shared row once for up to 64 query rows — the heads of several requests of a group — and
   writes one partial per split and request; stage 1 then walks only each request's own tokens,
-  and stage 2 merges both kinds of partials by log-sum-exp like any splits.
+  and stage 2 merges both kinds of partials by log-sum-exp like any splits. Its loop walks tiles
+  of 64 prefix rows, 2 in flight, or the next tile of PREFIX_TILES that fits the device.
 """
 
 from __future__ import annotations
