@@ -50,6 +50,8 @@ def mla_variants(name: str) -> list[tuple[str, list[str], dict[str, int]]]:
             (f"shared prefix_block_n={n} prefix_stages={k}", SHARED, {"prefix_block_n": n, "prefix_stages": k})
             for n, k in ((16, 4), (32, 2), (32, 4), (64, 2))
         ]
+    if name.startswith("h16"):  # 16 heads: 2, 3 or 4 requests (32, 48 or 64 query rows) per prefix program
+        variants += [(f"shared prefix_requests={r}", SHARED, {"prefix_requests": r}) for r in (2, 3, 4)]
     if name == "h12-c16":  # requests per prefix program × warps, then the split counts
         variants += [
             (f"shared r{r} w{w}", SHARED, {"prefix_requests": r, "prefix_warps": w})
