@@ -300,8 +300,9 @@ def run(
     gpus: Annotated[
         str | None,
         typer.Option(
-            help="Shard the cases over this host's GPUs: all, a count, or a list like 0,1. Each case runs "
-            "whole on one GPU (every ratio within one GPU); on a CPU, N runs N workers at once."
+            help="Shard the cases (and a bisect's revisions) over this host's GPUs: all, a count, or a list "
+            "like 0,1. Each case runs whole on one GPU (every ratio within one GPU); on a CPU, N runs N "
+            "workers at once."
         ),
     ] = None,
     aa_across_gpus: Annotated[
