@@ -81,10 +81,16 @@ def samples_for(
 
 
 def run_once(
-    effects: dict[str, float], noise: Noise, rounds: int, threshold_pct: float, rng: np.random.Generator
+    effects: dict[str, float],
+    noise: Noise,
+    rounds: int,
+    threshold_pct: float,
+    rng: np.random.Generator,
+    placement: dict[str, list[float]] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """One synthetic run's effects table (the legs with a true effect) and its printed resolvable effect."""
-    table, summaries = leg_effects(samples_for(effects, noise, rounds, rng), legs_for(effects), threshold_pct)
+    samples = samples_for(effects, noise, rounds, rng, placement=placement)
+    table, summaries = leg_effects(samples, legs_for(effects), threshold_pct)
     table = table[table["leg"].isin(list(effects))].copy()
     table["true_pct"] = table["leg"].map(effects)
     return table, float(summaries["c"].mde_pct)
@@ -143,3 +149,27 @@ def scenario_coverage(
             wrong = g["verdict"].isin(["FASTER", "SLOWER"])
         out[float(p)] = {"coverage": float(g.apply(covers, axis=1).mean()), "false_call_rate": float(wrong.mean())}
     return out
+
+
+def scenario_rerun(
+    true_pcts: list[float], noise: Noise, rounds: int, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+) -> dict:
+    """Pairs of independent runs of the same legs (fresh noise and, with ``placement_sigma``, buffers
+    placed anew in each run): how often one run's estimate lies inside the other's confidence
+    interval (about 83% for exact 95% intervals: both estimates vary) and inside its rerun interval."""
+    effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
+    names = ["baseline", "A/A", *effects]
+
+    def one_run() -> pd.DataFrame:
+        placed = {n: list(rng.normal(0, placement_sigma, SETS)) for n in names} if placement_sigma else None
+        return run_once(effects, noise, rounds, 0.5, rng, placed)[0].set_index("leg")
+
+    in_ci = in_rerun = total = 0
+    for _ in range(runs):
+        a, b = one_run(), one_run()
+        for x, y in ((a, b), (b, a)):
+            other = y["effect_pct"]
+            in_ci += int(((x["ci_low_pct"] <= other) & (other <= x["ci_high_pct"])).sum())
+            in_rerun += int(((x["rerun_low_pct"] <= other) & (other <= x["rerun_high_pct"])).sum())
+            total += len(x)
+    return {"inside_interval": in_ci / total, "inside_rerun_interval": in_rerun / total}

@@ -224,12 +224,25 @@ class Effect:
     def ci_high_pct(self) -> float:
         return to_pct(self.low)
 
+    @property
+    def rerun_low_pct(self) -> float:
+        """Where a fresh run's estimate lands (95%): the interval widened √2 about the estimate, since
+        both runs' estimates vary; the interval itself holds another run's estimate only ~83% of
+        the time even when it is exact."""
+        return to_pct(self.estimate + math.sqrt(2) * (self.high - self.estimate))
+
+    @property
+    def rerun_high_pct(self) -> float:
+        return to_pct(self.estimate - math.sqrt(2) * (self.estimate - self.low))
+
     def row(self) -> dict[str, Any]:
         """The columns every result table carries for an effect."""
         return dict(
             effect_pct=self.effect_pct,
             ci_low_pct=self.ci_low_pct,
             ci_high_pct=self.ci_high_pct,
+            rerun_low_pct=self.rerun_low_pct,
+            rerun_high_pct=self.rerun_high_pct,
             p=self.p,
             verdict=self.verdict,
         )
