@@ -165,3 +165,22 @@ def test_two_sample_shift_and_interval() -> None:
     assert eff.p < 1e-6
     small = S.two_sample([1.0, 1.1, 1.2], [1.3, 1.4, 1.5])
     assert (small.low, small.high) == (-math.inf, math.inf)
+
+
+def test_an_effect_row_has_the_rerun_interval_around_its_interval() -> None:
+    """The rerun interval is the interval widened √2 about the estimate in log time: it holds the
+    interval, and the columns are the ones every table expects."""
+    import math
+
+    import numpy as np
+
+    from kprof.analysis import stats as S
+
+    e = S.estimate(np.random.default_rng(0).normal(-0.01, 0.002, 16))
+    row = e.row()
+    assert tuple(row) == S.EFFECT_COLUMNS
+    assert row["rerun_low_pct"] < row["ci_low_pct"] < row["effect_pct"] < row["ci_high_pct"] < row["rerun_high_pct"]
+    lg = lambda p: math.log1p(p / 100)  # noqa: E731
+    assert lg(row["rerun_high_pct"]) - lg(row["effect_pct"]) == pytest.approx(
+        math.sqrt(2) * (lg(row["ci_high_pct"]) - lg(row["effect_pct"]))
+    )

@@ -236,7 +236,7 @@ class Effect:
         return to_pct(self.estimate - math.sqrt(2) * (self.estimate - self.low))
 
     def row(self) -> dict[str, Any]:
-        """The columns every result table carries for an effect."""
+        """The columns every result table carries for an effect (EFFECT_COLUMNS)."""
         return dict(
             effect_pct=self.effect_pct,
             ci_low_pct=self.ci_low_pct,
@@ -246,6 +246,9 @@ class Effect:
             p=self.p,
             verdict=self.verdict,
         )
+
+
+EFFECT_COLUMNS = ("effect_pct", "ci_low_pct", "ci_high_pct", "rerun_low_pct", "rerun_high_pct", "p", "verdict")
 
 
 def estimate(d: Sequence[float], alpha: float = ALPHA) -> Effect:

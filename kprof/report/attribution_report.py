@@ -13,6 +13,7 @@ import pandas as pd
 
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
+from kprof.analysis.stats import EFFECT_COLUMNS
 from kprof.errors import KprofInputError
 from kprof.report.run_report import aa_records, commits_table, effect_cell, header, status_lines
 from kprof.report.table import Cell, Column, Document, Table, records
@@ -59,7 +60,7 @@ def grid_tables(table: pd.DataFrame) -> list[Table]:
 
 
 SWEEP_RESULT_COLUMNS = {"case", "param", "value", "time_us", "trend_p", "bh_significant", "rounds"}
-SWEEP_RESULT_COLUMNS |= {"effect_pct", "ci_low_pct", "ci_high_pct", "p", "verdict"}
+SWEEP_RESULT_COLUMNS |= set(EFFECT_COLUMNS)
 
 
 def sweep_title(rows: pd.DataFrame) -> str:
