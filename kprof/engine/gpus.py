@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kprof.errors import KprofInputError
+from kprof.run_model import Run
+from kprof.store.run_folder import RunFolder
 from kprof.timer.clocks import GPU_ENV
+from kprof.timer.kernel_time import run_timer_label
 
 
 def parse_gpus(spec: str | None, device: str) -> list[int]:
@@ -70,3 +74,20 @@ def gpu_timer_info(timer_info: dict[str, Any], gpu: str | None) -> dict[str, Any
 def own_timer_info(timer_info: dict[str, Any]) -> dict[str, Any]:
     """The measurements of this worker's GPU."""
     return gpu_timer_info(timer_info, own_gpu())
+
+
+def record_device(
+    folder: RunFolder, case: str, gpu: str | None, describe: Callable[[bool], tuple[str, dict[str, Any]]]
+) -> tuple[Run, str]:
+    """The timer's description for ``case`` and, once per GPU (in the first case to run on it), that
+    GPU's copy bandwidth and self-checks: ``describe(measure)`` gives the timer's label and its
+    description, with the measurements when asked. Measured outside the folder's lock (seconds of GPU
+    work), stored under it: other GPUs' cases write the same meta.json. Returns the run and the label."""
+    run = folder.read_run()
+    measure = "measured_in_case" not in gpu_timer_info(run.timer_info, gpu)
+    label, info = describe(measure)
+    if measure:
+        measured = {**info, "measured_in_case": case}
+        run = folder.record_measurements(measured, gpu, lambda i: run_timer_label(run.timer_mode, label, i))
+    folder.update_case(case, device_name=info.get("device_name"), device_uuid=info.get("device_uuid"), gpu=gpu)
+    return run, label

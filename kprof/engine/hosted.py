@@ -23,7 +23,7 @@ from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
 from kprof.engine.events import Event
 from kprof.engine.gate import check_row
-from kprof.engine.gpus import gpu_timer_info, pinned_env
+from kprof.engine.gpus import gpu_timer_info, pinned_env, record_device
 from kprof.engine.leg_host import outputs_path
 from kprof.engine.lifeline import child_env
 from kprof.engine.parent import Workers, last_line
@@ -32,7 +32,7 @@ from kprof.engine.schedule import round_orders
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
 from kprof.store.run_folder import RunFolder
-from kprof.timer.kernel_time import KERNEL_TIME_LABEL, run_timer_label, wants_kernel_time
+from kprof.timer.kernel_time import KERNEL_TIME_LABEL, wants_kernel_time
 
 
 class HostDied(Exception):
@@ -183,22 +183,14 @@ class HostedCase:
         self.rounds(timed, samples)
 
     def record_timer(self) -> str:
-        """The timer's description, and once per GPU its copy bandwidth and self-checks, measured by
-        the baseline's host (as a worker does in kprof.engine.worker); returns the timer's label."""
-        gpu = self.gpu_key
-        self.run = self.folder.read_run()
-        measure = "measured_in_case" not in gpu_timer_info(self.run.timer_info, gpu)
-        described = self.hosts[self.base_key].ask("describe", measure=measure)
-        label = described["label"]
-        if measure:
-            measured = {**described["info"], "measured_in_case": self.case}
-            self.run = self.folder.record_measurements(
-                measured, gpu, lambda info: run_timer_label(self.run.timer_mode, label, info)
-            )
-        info = described["info"]
-        self.folder.update_case(
-            self.case, device_name=info.get("device_name"), device_uuid=info.get("device_uuid"), gpu=gpu
-        )
+        """The timer's description, and once per GPU its device measurements, from the baseline's
+        host (kprof.engine.gpus.record_device); returns the timer's label."""
+
+        def describe(measure: bool) -> tuple[str, dict[str, Any]]:
+            reply = self.hosts[self.base_key].ask("describe", measure=measure)
+            return reply["label"], reply["info"]
+
+        self.run, label = record_device(self.folder, self.case, self.gpu_key, describe)
         return label
 
     def gate(self) -> dict[str, str]:

@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kprof.engine.capture import capture
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import run_gate
-from kprof.engine.gpus import own_gpu, own_timer_info
+from kprof.engine.gpus import own_gpu, record_device
 from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.store.run_folder import RunFolder
-from kprof.timer.kernel_time import run_timer_label
 
 
 class CaseFailed(Exception):
@@ -28,22 +28,14 @@ class CaseFailed(Exception):
 
 
 def record_timer(ctx: CaseContext) -> None:
-    """The timer's description, and once per GPU (in the first case to start on it) its device
-    measurements: copy bandwidth and the self-checks. Measured outside the folder's lock (seconds of
-    GPU work), stored under it: other GPUs' workers write the same meta.json."""
+    """The timer's description, and once per GPU its device measurements (kprof.engine.gpus)."""
     timer = ctx.timer
     assert timer is not None
-    gpu = own_gpu()
-    described = timer.describe()
-    ctx.run = ctx.folder.read_run()
-    if "measured_in_case" not in own_timer_info(ctx.run.timer_info):
-        measured = {**described, **timer.measure_device(), "measured_in_case": ctx.case.name}
-        ctx.run = ctx.folder.record_measurements(
-            measured, gpu, lambda info: run_timer_label(ctx.run.timer_mode, timer.label, info)
-        )
-    ctx.folder.update_case(
-        ctx.case.name, device_name=described.get("device_name"), device_uuid=described.get("device_uuid"), gpu=gpu
-    )
+
+    def describe(measure: bool) -> tuple[str, dict[str, Any]]:
+        return timer.label, {**timer.describe(), **(timer.measure_device() if measure else {})}
+
+    ctx.run, _ = record_device(ctx.folder, ctx.case.name, own_gpu(), describe)
 
 
 def run_case(root: Path, case_index: int, skip: set[str]) -> None:
