@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kprof.revisions.git import GitError, Repo, git
 from kprof.run_model import Run
+from kprof.store.locks import exclusive_lock
 
 OK_MARK = ".kprof-tree.json"
 
@@ -72,16 +73,10 @@ def materialise(repo: Repo, spec: TreeSpec, root: Path | None = None) -> Tree:
     """The tree of ``spec``, from the cache when it was made before. Made under a lock on the cache:
     the shares of a bisect step on several GPUs ask for the revision they share at the same time,
     and two kprof processes may use one cache."""
-    import fcntl
-
     trees = (root or cache_root()) / "trees"
     trees.mkdir(parents=True, exist_ok=True)
-    with (trees / ".lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            return _materialise(repo, spec, trees / spec.key(repo))
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(trees / ".lock"):
+        return _materialise(repo, spec, trees / spec.key(repo))
 
 
 def _materialise(repo: Repo, spec: TreeSpec, path: Path) -> Tree:

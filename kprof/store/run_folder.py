@@ -8,7 +8,7 @@ Any parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
+from kprof.store.locks import exclusive_lock
 from kprof.store.run_tables import TABLES, check_columns, to_arrow
 
 META = "meta.json"
@@ -58,18 +59,10 @@ class RunFolder:
     def write_run(self, run: Run) -> None:
         write_text(run.to_json(), self.meta_path)
 
-    @contextmanager
-    def _meta_lock(self) -> Iterator[None]:
+    def _meta_lock(self) -> AbstractContextManager[None]:
         """meta.json is read, changed and written by several processes when cases run on several
         GPUs at once: each read-modify-write holds this lock so none is lost."""
-        import fcntl
-
-        with (self.root / ".meta.lock").open("w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return exclusive_lock(self.root / ".meta.lock")
 
     def update(self, **fields: Any) -> Run:
         with self._meta_lock():
