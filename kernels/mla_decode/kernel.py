@@ -286,6 +286,14 @@ class SharedPrefix:
     block_n: int = 64  # prefix rows per tile
     stages: int = 2  # tiles in flight (1 without pipelined_loads)
 
+    @property
+    def programs_per_group(self) -> int:
+        return triton.cdiv(self.share, self.requests_per_program)
+
+    def grid(self, batch: int) -> tuple[int, int]:
+        """The prefix kernel's grid: a program per (group, requests_per_program of it) and split."""
+        return (triton.cdiv(batch, self.share) * self.programs_per_group, self.splits)
+
 
 # (rows per tile, tiles in flight) of the prefix loop, fastest first on the H200 at 64 query rows:
 # 64 × 2 asks 221,184 bytes of shared memory in bf16 (the H200 allows 232,448), 32 × 3 147,712.
@@ -302,9 +310,20 @@ def prefix_plan(
     per_program = max(1, min(share, per_program or 64 // heads))
     per_program = triton.cdiv(share, triton.cdiv(share, per_program))
     block_m = max(16, triton.next_power_of_2(per_program * heads))
-    programs = triton.cdiv(batch, share) * triton.cdiv(share, per_program)
-    splits = max(1, min(triton.cdiv(slots, programs), most_splits, triton.cdiv(length, 32)))
-    return SharedPrefix(length, share, splits, per_program, block_m)
+    plan = SharedPrefix(length, share, 1, per_program, block_m)
+    programs = plan.grid(batch)[0]
+    return replace(plan, splits=max(1, min(triton.cdiv(slots, programs), most_splits, triton.cdiv(length, 32))))
+
+
+def _partial_strides(o_part, lse_part) -> tuple[int, ...]:
+    """The partials' strides as the stage kernels take them: o_part (request, head, split), lse_part
+    (request, head)."""
+    return (o_part.stride(0), o_part.stride(1), o_part.stride(2), lse_part.stride(0), lse_part.stride(1))
+
+
+def _stage1_strides(q, kv, page_table, o_part, lse_part) -> tuple[int, ...]:
+    """The stride arguments both stage-1 kernels take, in their order."""
+    return (q.stride(0), q.stride(1), kv.stride(0), page_table.stride(0), *_partial_strides(o_part, lse_part))
 
 
 def mla_decode(
@@ -337,9 +356,9 @@ def mla_decode(
     batch, heads, _ = q.shape
     offset = prefix.length if prefix else 0
     own_part, own_lse = o_part, lse_part  # where stage 1 writes the partials of each request's own tokens
-    if prefix and not compile_only:
-        prefix_stage1(q, kv, page_table, o_part, lse_part, sm_scale, prefix, pipelined_loads)
     if prefix:
+        if not compile_only:
+            prefix_stage1(q, kv, page_table, o_part, lse_part, sm_scale, prefix, pipelined_loads)
         own_part, own_lse = o_part[:, :, prefix.splits :], lse_part[:, :, prefix.splits :]
     tokens = tokens_per_split(max_seq_len - offset, num_splits, block_n)
     head_blocks = triton.cdiv(heads, block_h)
@@ -352,15 +371,7 @@ def mla_decode(
         seq_lens,
         own_part,
         own_lse,
-        q.stride(0),
-        q.stride(1),
-        kv.stride(0),
-        page_table.stride(0),
-        own_part.stride(0),
-        own_part.stride(1),
-        own_part.stride(2),
-        own_lse.stride(0),
-        own_lse.stride(1),
+        *_stage1_strides(q, kv, page_table, own_part, own_lse),
         sm_scale,
         tokens,
         offset,
@@ -383,11 +394,7 @@ def mla_decode(
         o_part,
         lse_part,
         out,
-        o_part.stride(0),
-        o_part.stride(1),
-        o_part.stride(2),
-        lse_part.stride(0),
-        lse_part.stride(1),
+        *_partial_strides(o_part, lse_part),
         out.stride(0),
         out.stride(1),
         num_splits,
@@ -411,9 +418,7 @@ def prefix_stage1(
     """Each group's shared prefix, once for several of its requests (``mla_prefix_stage1``);
     ``compile_only``: compile it without launching and return it (None under the interpreter)."""
     batch, heads, _ = q.shape
-    share = max(1, min(plan.share, batch))
-    per_group = triton.cdiv(share, plan.requests_per_program)
-    grid = (triton.cdiv(batch, share) * per_group, plan.splits)
+    grid = plan.grid(batch)
     kernel = mla_prefix_stage1.warmup if compile_only else mla_prefix_stage1[grid]
     return kernel(
         q,
@@ -421,23 +426,15 @@ def prefix_stage1(
         page_table,
         o_part,
         lse_part,
-        q.stride(0),
-        q.stride(1),
-        kv.stride(0),
-        page_table.stride(0),
-        o_part.stride(0),
-        o_part.stride(1),
-        o_part.stride(2),
-        lse_part.stride(0),
-        lse_part.stride(1),
+        *_stage1_strides(q, kv, page_table, o_part, lse_part),
         sm_scale,
         tokens_per_split(plan.length, plan.splits, plan.block_n),
         plan.length,
         heads,
         batch,
-        share,
+        plan.share,
         plan.requests_per_program,
-        per_group,
+        plan.programs_per_group,
         BLOCK_M=plan.block_m,
         BLOCK_N=plan.block_n,
         D_V=KV_LORA,

@@ -212,7 +212,7 @@ class MlaDecode(Workload):
 
         own_tokens, room = p["context"], MAX_SPLITS  # tokens stage 1 walks per request; splits o_part holds
         if "shared_prefix" in features and min(p["share"], p["batch"]) >= MIN_SHARING and p["prefix"] > 0:
-            plan = self._prefix_plan(s, params)
+            plan = self._prefix_plan(s, params, "pipelined_loads" in features)
             if plan is not None:  # None: no prefix tile fits this device's shared memory
                 kwargs["prefix"] = plan
                 own_tokens, room = p["context"] - p["prefix"], MAX_SPLITS // 2  # half the partials each
@@ -226,7 +226,7 @@ class MlaDecode(Workload):
         return lambda: call(splits)
 
     @staticmethod
-    def _prefix_plan(s: State, params: Mapping[str, Any]) -> SharedPrefix | None:
+    def _prefix_plan(s: State, params: Mapping[str, Any], pipelined: bool) -> SharedPrefix | None:
         """The shared_prefix plan: requests per program, splits and warps from prefix_plan or the
         sweeps; the prefix loop's tile forced by the sweeps or the fastest that fits the device."""
         p = s.case.params
@@ -246,7 +246,7 @@ class MlaDecode(Workload):
 
         def compile_tile(candidate: SharedPrefix) -> Any:
             return prefix_stage1(
-                s.q, s.kv, s.page_table, s.o_part, s.lse_part, ROW**-0.5, candidate, True, compile_only=True
+                s.q, s.kv, s.page_table, s.o_part, s.lse_part, ROW**-0.5, candidate, pipelined, compile_only=True
             )
 
         return fitting_prefix_tile(plan, compile_tile, fits_shared_memory)
