@@ -50,7 +50,8 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
 
 
 class Workers:
-    """The worker processes running now (one per GPU), so an interrupt can stop them all."""
+    """The processes running now (worker processes, or a revision run's leg hosts; one case per GPU
+    at a time), so an interrupt can stop them all."""
 
     def __init__(self) -> None:
         self.procs: set[subprocess.Popen[str]] = set()

@@ -144,8 +144,7 @@ def judge_step(shares: list[Share], lo: int, hi: int, alpha: float, threshold_pc
     threshold = S.pct_threshold_to_log(threshold_pct)
     timed = [_share_logs(share) for share in shares]
     rounds = min(len(logs) for logs, _, _ in timed)
-    total_d = sum((logs[names[-1]] - logs[names[0]]).to_numpy()[:rounds] for logs, names, _ in timed)
-    assert isinstance(total_d, np.ndarray)
+    total_d = np.sum([(logs[names[-1]] - logs[names[0]]).to_numpy()[:rounds] for logs, names, _ in timed], axis=0)
     total = _segment(total_d, lo, hi, alpha, threshold, 0.0)
     sign = float(np.sign(S.estimate(total_d, alpha).estimate))
     segments, aa_pct = [], None
@@ -162,6 +161,25 @@ def judge_step(shares: list[Share], lo: int, hi: int, alpha: float, threshold_pc
     folder = shares[0].folder.root if len(shares) == 1 else shares[0].folder.root.parent
     points = sorted({p for share in shares for p in share.points})
     return Step(str(folder), lo, hi, points, rounds, total, segments, aa_pct)
+
+
+def _time_shares(
+    time_revisions: Callable[[list[str], Path, int | None], RunFolder],
+    shas: list[str],
+    placed: list[tuple[list[int], int | None]],
+    where: Path,
+) -> list[Share]:
+    """Each share of a step timed on its GPU, all at once (``where/gpu-G``); one share in this thread,
+    under ``where`` itself, so Ctrl-C reaches its run directly."""
+
+    def timed(points: list[int], gpu: int | None) -> Share:
+        folder = where if len(placed) == 1 else where / f"gpu-{gpu}"
+        return Share(time_revisions([shas[p] for p in points], folder, gpu), points, gpu)
+
+    if len(placed) == 1:
+        return [timed(*placed[0])]
+    with ThreadPoolExecutor(len(placed)) as pool:
+        return [f.result() for f in [pool.submit(timed, *share) for share in placed]]
 
 
 def run_bisect(
@@ -185,18 +203,8 @@ def run_bisect(
     result = Bisect(base.record(), [c.record() for c in commits], case, alpha)
     lo, hi = 0, n
     while True:
-        where = root / f"step-{len(result.steps) + 1}"
-        parts = split_probes(probes(lo, hi, fanout), len(gpus))
-        placed = list(zip(parts, gpus))
-        if len(placed) == 1:
-            shares = [Share(time_revisions([shas[p] for p in parts[0]], where, gpus[0]), parts[0], gpus[0])]
-        else:
-            with ThreadPoolExecutor(len(placed)) as pool:
-                futures = [
-                    pool.submit(time_revisions, [shas[p] for p in points], where / f"gpu-{gpu}", gpu)
-                    for points, gpu in placed
-                ]
-                shares = [Share(f.result(), points, gpu) for f, (points, gpu) in zip(futures, placed)]
+        placed = list(zip(split_probes(probes(lo, hi, fanout), len(gpus)), gpus))
+        shares = _time_shares(time_revisions, shas, placed, root / f"step-{len(result.steps) + 1}")
         step = judge_step(shares, lo, hi, alpha, threshold_pct)
         result.steps.append(step)
         on_step(step)
