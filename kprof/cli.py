@@ -49,6 +49,15 @@ SweepBaselineOption = Annotated[
         help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
     ),
 ]
+CapturesOption = Annotated[
+    str,
+    typer.Option(
+        "--captures",
+        help="per-round (default): every round times graphs captured afresh, so what one capture of "
+        "a graph costs on its own is noise between rounds, inside the interval; once: each leg's "
+        "graphs are captured once per run (faster to set up; small kernels keep per-capture offsets).",
+    ),
+]
 TimerOption = Annotated[
     str,
     typer.Option(
@@ -297,6 +306,7 @@ def run(
     ] = "shared",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
     timer: TimerOption = "auto",
+    captures: CapturesOption = "per-round",
     gpus: Annotated[
         str | None,
         typer.Option(
@@ -406,6 +416,7 @@ def run(
             buffer_sets=buffer_sets,
             buffers=buffers,
             timer_mode=timer,
+            captures=captures,
             gpus=gpus,
             aa_across_gpus=aa_across_gpus,
             ray=ray,
@@ -460,6 +471,7 @@ def calibrate(
     samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round.")] = None,
     device: Annotated[str | None, typer.Option(help="cuda or cpu.")] = None,
     timer: TimerOption = "auto",
+    captures: CapturesOption = "per-round",
     dtype: Annotated[str | None, typer.Option(help="Data type.")] = None,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
@@ -483,6 +495,7 @@ def calibrate(
         buffer_sets=buffer_sets,
         buffers=buffers,
         timer_mode=timer,
+        captures=captures,
         seed=seed,
         device=device,
         dtype=dtype,

@@ -213,6 +213,7 @@ class Run:
     ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
     gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
     timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
+    captures: str = "per-round"  # graphs captured afresh every round, or once per run (folders from before: once)
     program: list[str] = field(default_factory=list)
     repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
     commits: list[dict[str, Any]] = field(default_factory=list)
@@ -297,6 +298,7 @@ class Run:
             "buffer_sets": self.buffer_sets,
             "buffers": self.buffers,
             "timer_mode": self.timer_mode,
+            "captures": self.captures,
             "gpus": self.gpus,
             "ray": self.ray,
             "seed": self.seed,
@@ -363,6 +365,7 @@ class Run:
                 gpus=[int(g) for g in d.get("gpus") or []],
                 ray=d.get("ray"),
                 timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events
+                captures=str(d.get("captures") or "once"),  # folders from before the choice captured once
                 program=list(d.get("program") or []),
                 repo=d.get("repo"),
                 commits=list(d.get("commits") or []),

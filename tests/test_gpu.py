@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -203,3 +204,36 @@ def test_kernel_times_time_the_kernels_without_the_launch() -> None:
     ev_plain, sp_plain = sorted(events["plain"])[10], sorted(spans["plain"])[20]
     assert 0 < sp_plain < ev_plain
     assert sorted(spans["spin"])[10] > sp_plain + 10_000
+
+
+def test_recapture_replaces_each_graph_and_keeps_its_work() -> None:
+    """``--captures per-round``: every recaptured item is a new graph that does the same work."""
+    from kprof.timer.cuda import CudaEventTimer
+
+    timer = CudaEventTimer()
+    x = torch.zeros(1 << 20, device="cuda")
+    timer.prepare("add", lambda: x.add_(1.0))
+    first = timer.graphs["add"]
+    timer.recapture(["add"])
+    assert timer.graphs["add"] is not first
+    x.zero_()
+    timer.replay("add")
+    torch.cuda.synchronize()
+    assert float(x[0]) == 1.0
+
+
+def test_planted_spins_add_what_they_were_asked_for() -> None:
+    """The spin ladder, measured in kernel time: a 500 ns spin adds 500 ns (± 20%)."""
+    from kprof.engine.planting import cycles_for, ladder, measure_ladder
+    from kprof.timer.cuda import CudaEventTimer
+
+    timer = CudaEventTimer()
+    timer.kernel_time = True
+    rungs = ladder(4000)
+    added = measure_ladder(timer, rungs, seed=0)
+    cycles = cycles_for(500.0, rungs, added)
+    timer.prepare("zero", lambda: torch.cuda._sleep(0))
+    timer.prepare("planted", lambda: torch.cuda._sleep(cycles))
+    times = timer.time_round(["zero", "planted"] * 5, 40)
+    delta = float(np.mean(times["planted"]) - np.mean(times["zero"]))
+    assert 400 < delta < 600

@@ -247,7 +247,11 @@ class HostedCase:
                 for slot, i in enumerate(order):
                     leg = timed[i]
                     times = self.hosts[leg.revision or ""].ask(
-                        "time", items=[[leg.name, k]], samples=samples, kernel_time=self.kernel_time
+                        "time",
+                        items=[[leg.name, k]],
+                        samples=samples,
+                        kernel_time=self.kernel_time,
+                        recapture=run.captures == "per-round",
                     )
                     rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], times["label"])
                 cond = base.ask("conditions")["conditions"]

@@ -116,11 +116,15 @@ class LegHost:
         est = warm_up(timer, [item for item in self.fns if item[1] == 0], self.ctx.device)
         return {"t_ns": {self.ctx.legs[li].name: v[0] for (li, _), v in est.items()}}
 
-    def time(self, items: list[list[Any]], samples: int, kernel_time: bool = False) -> dict[str, Any]:
+    def time(
+        self, items: list[list[Any]], samples: int, kernel_time: bool = False, recapture: bool = False
+    ) -> dict[str, Any]:
         timer = self.ctx.timer
         assert timer is not None
         timer.kernel_time = kernel_time
         keys = [(self.index[name], int(k)) for name, k in items]
+        if recapture:
+            timer.recapture(keys)
         # The host was idle while the others ran: one untimed replay first settles its caches (and,
         # on a GPU, the switch back to this process's context).
         timer.replay(keys[0])

@@ -18,6 +18,7 @@ from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
+from kprof.timer import CAPTURE_MODES
 from kprof.timer.kernel_time import TIMER_MODES
 from kprof.workload import Case, Workload, load_workload
 
@@ -69,6 +70,7 @@ class RunRequest:
     buffer_sets: int = 4
     buffers: str = "shared"
     timer_mode: str = "auto"
+    captures: str = "per-round"
     gpus: str | None = None  # all | N | 0,1
     on_gpu: int | None = None  # every case on this host GPU (a bisect step's share of --gpus)
     aa_across_gpus: bool = False
@@ -181,6 +183,8 @@ def plan_run(req: RunRequest) -> Run:
         ray_module()  # a missing Ray is said now, before anything is set up
     if req.timer_mode not in TIMER_MODES:
         raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
+    if req.captures not in CAPTURE_MODES:
+        raise KprofInputError("--captures", f"must be one of {', '.join(CAPTURE_MODES)}")
     if req.buffers not in BUFFERS:
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     if req.dtype is not None and req.dtype not in DTYPES:
@@ -230,6 +234,7 @@ def plan_run(req: RunRequest) -> Run:
         buffer_sets=req.buffer_sets,
         buffers=req.buffers,
         timer_mode=req.timer_mode,
+        captures=req.captures,
         gpus=gpus,
         ray=req.ray,
         seed=req.seed,

@@ -1,13 +1,15 @@
 """Timed rounds: every timed leg in the round's seeded balanced order, ``samples`` cold samples
-each; a round whose SM clock sagged below 90% of the run's median is redone (up to 3 attempts);
-after each round every leg is replayed once more on that round's buffers, poisoned first, and
-compared with the baseline (a race shows as a mismatch). Each round is on disk before the next."""
+each, from graphs captured afresh for the round (``--captures per-round``, in a seeded order); a
+round whose SM clock sagged below 90% of the run's median is redone (up to 3 attempts); after each
+round every leg is replayed once more on that round's buffers, poisoned first, and compared with
+the baseline (a race shows as a mismatch). Each round is on disk before the next."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kprof.correctness import compare, poison
@@ -35,6 +37,13 @@ def orders_of(ctx: CaseContext, captured: Captured) -> list[list[int]]:
 
 def round_items(ctx: CaseContext, captured: Captured, order: list[int], r: int) -> list[Item]:
     return [(captured.timed[i], ctx.buffer_set(captured.timed[i], r)) for i in order]
+
+
+def capture_order(items: list[Item], seed: int, case_index: int, r: int) -> list[Item]:
+    """The round's items in a seeded random order: where a graph falls in the capture sequence
+    must not follow its leg from round to round."""
+    perm = np.random.default_rng([seed, case_index, r]).permutation(len(items))
+    return [items[i] for i in perm]
 
 
 def sample_rows(case: str, leg: str, r: int, k: int, slot: int, times: list[float], timer: str) -> list[dict[str, Any]]:
@@ -102,6 +111,8 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
             continue
         items = round_items(ctx, captured, order, r)
         ctx.at("round", str(r))
+        if ctx.run.captures == "per-round":
+            timer.recapture(capture_order(items, ctx.run.seed, ctx.case_index, r))
         for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
             times = timer.time_round(items, captured.samples)
             cond = timer.round_conditions()

@@ -1,7 +1,7 @@
 """Timers: device time from CUDA/HIP events over captured graphs, or the host clock on a CPU.
 
-A timer prepares each (leg, buffer set) once, then times whole rounds: every sample of every leg
-in the round's order is enqueued, and the round is synchronised once. It reports what clock it
+A timer prepares each (leg, buffer set) — once, or afresh every round — then times whole rounds:
+every sample of every leg in the round's order is enqueued, and the round is synchronised once. It reports what clock it
 used, so no host-clock number is ever mistaken for device time.
 """
 
@@ -11,6 +11,8 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
 Item = Hashable  # (leg index, buffer set)
+#: --captures: every round times fresh graphs (default), or each graph is captured once per run
+CAPTURE_MODES = ("per-round", "once")
 
 
 class Timer(Protocol):
@@ -21,6 +23,11 @@ class Timer(Protocol):
 
     def prepare(self, item: Item, fn: Callable[[], None]) -> None:
         """Make ``fn`` ready to time (capture a graph on a GPU); ``fn`` has already run eagerly."""
+
+    def recapture(self, items: Sequence[Item]) -> None:
+        """Prepare ``items`` afresh, in this order, from the callables they were prepared with
+        (``--captures per-round``: each round times new graphs, so a graph's own offset is noise
+        between rounds instead of a fixed bias of its leg)."""
 
     def replay(self, item: Item) -> None:
         """Run the prepared item once, untimed (correctness checks between rounds)."""

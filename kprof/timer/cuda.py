@@ -6,12 +6,17 @@ while the host queues the rest — then start event, ``graph.replay()``, stop ev
 enqueued before one synchronisation. With ``kernel_time`` set (small kernels, see
 kprof.timer.kernel_time) the same replays are timed by their CUPTI activity records instead.
 Each graph is replayed once untimed after capture (the first replay of a new graph runs slow).
+With ``--captures per-round`` every round times graphs captured afresh (``recapture``): two
+captures of the same work differ by an amount of their own, fixed for the graph's life (SD 0.3% of
+a 6 µs copy on an H200, docs/benchmarks.md), which one capture per leg turns into a bias of that
+leg; fresh captures make it noise between rounds.
 Captured graphs do not keep their tensors alive: the caller holds every buffer for as long as the
 timer lives.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +28,7 @@ from kprof.timer.kernel_time import KERNEL_TIME_LABEL, time_round_kernels
 from kprof.timer.self_checks import run_self_checks
 
 MIB = 1 << 20
+RECAPTURE_WARMUP_S = 0.03
 CUDA_LABEL = "cuda-events (device time, graph replay, cold L2)"
 
 
@@ -45,19 +51,36 @@ class CudaEventTimer:
         self.flush_bytes = flush_bytes(self.device)
         self.flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device=self.device)
         self.graphs: dict[Item, torch.cuda.CUDAGraph] = {}
+        self.fns: dict[Item, Callable[[], None]] = {}
         self.stream = torch.cuda.Stream(self.device)
         self.clocks = clock_reader(self.device.index or 0, hip=torch.version.hip is not None)
 
     def prepare(self, item: Item, fn: Callable[[], None]) -> None:
-        graph = torch.cuda.CUDAGraph()
         with torch.cuda.stream(self.stream):
             fn()  # warm-up on the capture stream
         torch.cuda.current_stream().wait_stream(self.stream)
+        self.fns[item] = fn
+        self._capture(item)
+
+    def recapture(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self._capture(item)
+        # Untimed replays until the GPU has been busy a while again: right after a round's captures
+        # the first leg timed ran 10% slow for ~8 ms on an H200 (a 256 MiB copy, every round).
+        t_end = time.perf_counter() + RECAPTURE_WARMUP_S
+        while time.perf_counter() < t_end:
+            for item in items:
+                self.flush.zero_()
+                self.graphs[item].replay()
+            torch.cuda.synchronize(self.device)
+
+    def _capture(self, item: Item) -> None:
+        graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=self.stream):
-            fn()
+            self.fns[item]()
         graph.replay()
         torch.cuda.synchronize(self.device)
-        self.graphs[item] = graph
+        self.graphs[item] = graph  # the graph it replaces is freed only now, after the new one ran
 
     def replay(self, item: Item) -> None:
         self.graphs[item].replay()

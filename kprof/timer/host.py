@@ -25,6 +25,9 @@ class HostTimer:
     def prepare(self, item: Item, fn: Callable[[], None]) -> None:
         self._fns[item] = fn
 
+    def recapture(self, items: Sequence[Item]) -> None:
+        """Nothing is captured on the host: every call is already fresh."""
+
     def replay(self, item: Item) -> None:
         self._fns[item]()
 
