@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from kprof.engine.context import CaseContext, Item
 from kprof.engine.gate import GateResult
 from kprof.engine.gpus import own_timer_info
-from kprof.engine.planting import spin, with_spin
+from kprof.engine.planting import planted_delays, with_spin
 from kprof.run_model import PLANT
 from kprof.timer import Timer
 from kprof.timer.kernel_time import wants_kernel_time
@@ -78,12 +78,18 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     if timer.kernel_time and any(ctx.legs[li].plant is not None for li in timed):
         t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]
 
-    # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone.
+    # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone. The
+    # spins' cycle counts are calibrated in the case's timer (kprof.engine.planting).
+    plants = {ctx.legs[li].plant for li in timed if ctx.legs[li].plant is not None}
+    if plants:
+        ctx.at("spins")
+        targets = {plant[1]: plant[1] / 100.0 * t_base for plant in plants if plant is not None}
+        delays = planted_delays(timer, ctx.device, targets, ctx.run.seed + ctx.case_index)
     for li in timed:
         plant = ctx.legs[li].plant
         if plant is None:
             continue
-        delay = spin(ctx.device, plant[1] / 100.0 * t_base)
+        delay = delays[plant[1]]
         for k in range(ctx.n_sets):
             if ctx.uses_set(li, k):
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)

@@ -12,6 +12,7 @@ PHASES = {
     "check": "correctness gate",
     "capture": "capturing",
     "warmup": "warming up",
+    "spins": "sizing the planted spins",
     "profile": "profiling the rounds",
 }
 
