@@ -184,3 +184,17 @@ def test_an_effect_row_has_the_rerun_interval_around_its_interval() -> None:
     assert lg(row["rerun_high_pct"]) - lg(row["effect_pct"]) == pytest.approx(
         math.sqrt(2) * (lg(row["ci_high_pct"]) - lg(row["effect_pct"]))
     )
+
+
+def test_timer_quantum_sees_the_tick_through_one_ns_rounding() -> None:
+    """Kernel times on an H200 come in 32 ns ticks read ±1 ns: the quantum is 32, not 1."""
+    import pandas as pd
+
+    from kprof.analysis.run_effects import timer_quantum
+
+    rng = np.random.default_rng(0)
+    ticks = 5760 + 32 * rng.integers(0, 4, 400) + rng.integers(-1, 2, 400)
+    samples = pd.DataFrame({"time_ns": ticks.astype(float), "timer": "cuda-kernel-time"})
+    assert timer_quantum(samples) == pytest.approx(32, abs=1.5)
+    host = samples.assign(timer="host-clock")
+    assert timer_quantum(host) is None

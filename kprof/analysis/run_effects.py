@@ -63,14 +63,23 @@ class CaseSummary:
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
 
 
-def _quantum(samples: pd.DataFrame) -> float | None:
-    """Smallest step between distinct device-timer values (32 ns on an H200); None for the host clock."""
+TICK_JITTER_NS = 2.0  # device timestamps converted to ns land ±1 ns around their tick
+
+
+def timer_quantum(samples: pd.DataFrame) -> float | None:
+    """The device timer's tick: the smallest step between groups of sample values, where values
+    within TICK_JITTER_NS of each other are one group (an H200's kernel times come as 5,760, 5,761,
+    5,791, 5,792 … ns: a 32 ns tick read with ±1 ns rounding). None for the host clock."""
     if not samples["timer"].str.startswith("cuda").any():
         return None
-    values = np.unique(samples["time_ns"].to_numpy())
-    diffs = np.diff(values)
-    diffs = diffs[diffs > 0.5]
-    return float(diffs.min()) if len(diffs) else None
+    values = np.unique(np.round(samples["time_ns"].to_numpy()))
+    if len(values) < 2:
+        return None
+    groups = np.split(values, np.flatnonzero(np.diff(values) > TICK_JITTER_NS) + 1)
+    if len(groups) < 2:
+        return None
+    steps = np.diff([g.mean() for g in groups])
+    return float(np.median(steps[steps < 1.5 * steps.min()]))  # one tick apart (a group's mean wobbles)
 
 
 def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
@@ -130,7 +139,7 @@ def leg_effects(
             threshold_pct=100 * (np.exp(threshold) - 1),
             aa=aa,
             biased=biased,
-            quantum_ns=_quantum(case_samples),
+            quantum_ns=timer_quantum(case_samples),
             rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),
             placement_pct=100 * (np.exp(aa_placement) - 1),
