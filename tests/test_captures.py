@@ -101,3 +101,15 @@ def test_planted_spins_are_sized_on_the_measured_ladder_not_the_clock() -> None:
         assert 0.5 * max(0, cycles - 128) == pytest.approx(target, rel=0.1)
     # At the nominal clock (1.98 cycles per ns) these spins would have added 0 / 5 / 70 ns.
     assert cycles_for(0.0, rungs, added) == 0
+
+
+def test_the_report_says_when_graphs_were_captured_once(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kprof.report.run_report import header
+
+    run = create_run(tmp_path / "run", RunRequest(workload="copy", preset="smoke", device="cpu")).read_run()
+    on_gpu = replace(run, device="cuda")
+    assert "captured once" in header(replace(on_gpu, captures="once"))
+    assert "captured once" not in header(on_gpu)  # per-round, the default
+    assert "captured once" not in header(replace(run, captures="once"))  # nothing is captured on a CPU

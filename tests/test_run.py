@@ -160,6 +160,7 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
         (["run", "paged_decode", "--device", "cpu", "--dtype", "bogus"], "--dtype"),
         (["run", "paged_decode", "--device", "cpu", "--samples", "0"], "--samples"),
         (["run", "paged_decode", "--device", "cpu", "--target", "bogus"], "--target"),
+        (["run", "paged_decode", "--device", "cpu", "--captures", "sometimes"], "--captures"),
         *([] if HAS_GPU else [(["run", "paged_decode", "--device", "cuda"], "no GPU is visible")]),
     ]:
         res = runner.invoke(app, args)

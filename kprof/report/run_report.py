@@ -62,7 +62,10 @@ def summary_line(s: CaseSummary) -> str:
 
 
 def header(run: Run, what: str = "") -> str:
-    return f"{run.workload_name}{what} · preset {run.preset} · {run.device} {run.dtype} · timer: {run.timer_label}"
+    # graphs captured once per run keep each capture's own offset as a bias of its leg: say so
+    once = " · graphs captured once per run" if run.device != "cpu" and run.captures == "once" else ""
+    where = f"preset {run.preset} · {run.device} {run.dtype}"
+    return f"{run.workload_name}{what} · {where} · timer: {run.timer_label}{once}"
 
 
 def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
@@ -278,6 +281,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
     run = report.run
     return {
         "timer": run.timer_label,
+        "captures": run.captures,
         "workload": run.workload_name,
         "device": run.device,
         "legs": records(report.effects),
