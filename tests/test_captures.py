@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import kprof.engine.context as context_module
-from kprof.engine.planting import LADDER_ROUNDS, cycles_for, ladder, measure_ladder
+from kprof.engine.planting import LADDER_ROUNDS, cycles_for, ladder, ladder_fit, measure_ladder, size_spins
 from kprof.engine.request import RunRequest, create_run
 from kprof.engine.rounds import capture_order
 from kprof.engine.worker import run_case
+from kprof.report.run_report import spin_ladder_note
 from kprof.run_model import Run
 from kprof.timer import Item
 from kprof.timer.host import HostTimer
@@ -96,11 +97,22 @@ def test_planted_spins_are_sized_on_the_measured_ladder_not_the_clock() -> None:
     added = measure_ladder(timer, rungs, seed=0)  # type: ignore[arg-type]
     assert timer.recaptured == len(rungs) * LADDER_ROUNDS  # every rung on fresh graphs every round
     assert added[0] == 0 and added[max(i for i, c in enumerate(rungs) if c <= 128)] == pytest.approx(0, abs=3)
+    fit = ladder_fit(rungs, added)
+    assert fit == pytest.approx((128, 0.5), rel=0.1)
     for target in (34.0, 68.0, 136.0, 5000.0):  # 0.5/1/2% of 6.8 µs, and past the top rung
-        cycles = cycles_for(target, rungs, added)
+        cycles = cycles_for(target, fit)
         assert 0.5 * max(0, cycles - 128) == pytest.approx(target, rel=0.1)
     # At the nominal clock (1.98 cycles per ns) these spins would have added 0 / 5 / 70 ns.
-    assert cycles_for(0.0, rungs, added) == 0
+    assert cycles_for(0.0, fit) == 0
+
+
+def test_the_ladder_is_recorded_and_named_in_the_calibration_report() -> None:
+    sized = size_spins(LadderTimer(), {0.5: 34.0, 1.0: 68.0, 0.0: 0.0}, ghz=1.98, seed=0)  # type: ignore[arg-type]
+    assert set(sized["planted_cycles"]) == {"0.5", "1", "0"} and sized["planted_cycles"]["0"] == 0
+    assert sized["planted_cycles"]["1"] > sized["planted_cycles"]["0.5"] > 128
+    assert len(sized["cycles"]) == len(sized["added_ns"])
+    note = spin_ladder_note("8MiB", sized)
+    assert note.startswith("8MiB: spins sized on a ladder") and f"1% = {sized['planted_cycles']['1']:,} cycles" in note
 
 
 def test_the_report_says_when_graphs_were_captured_once(tmp_path: Path) -> None:

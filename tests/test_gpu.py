@@ -224,14 +224,14 @@ def test_recapture_replaces_each_graph_and_keeps_its_work() -> None:
 
 def test_planted_spins_add_what_they_were_asked_for() -> None:
     """The spin ladder, measured in kernel time: a 500 ns spin adds 500 ns (± 20%)."""
-    from kprof.engine.planting import cycles_for, ladder, measure_ladder
+    from kprof.engine.planting import cycles_for, ladder, ladder_fit, measure_ladder
     from kprof.timer.cuda import CudaEventTimer
 
     timer = CudaEventTimer()
     timer.kernel_time = True
     rungs = ladder(4000)
     added = measure_ladder(timer, rungs, seed=0)
-    cycles = cycles_for(500.0, rungs, added)
+    cycles = cycles_for(500.0, ladder_fit(rungs, added))
     timer.prepare("zero", lambda: torch.cuda._sleep(0))
     timer.prepare("planted", lambda: torch.cuda._sleep(cycles))
     times = timer.time_round(["zero", "planted"] * 5, 40)

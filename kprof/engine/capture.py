@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from kprof.engine.context import CaseContext, Item
 from kprof.engine.gate import GateResult
@@ -25,6 +26,7 @@ class Captured:
     timed: list[int]  # leg indices that are timed, in leg order
     samples: int  # cold samples per leg per round
     baseline_warmup_ns: float
+    spin_ladder: dict[str, Any] | None = None  # how the planted spins were sized (GPU calibrations)
 
 
 def samples_per_round(t_est_ns: float, device: str, requested: int | None) -> int:
@@ -81,10 +83,11 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone. The
     # spins' cycle counts are calibrated in the case's timer (kprof.engine.planting).
     plants = {ctx.legs[li].plant for li in timed if ctx.legs[li].plant is not None}
+    spin_ladder = None
     if plants:
         ctx.at("spins")
         targets = {plant[1]: plant[1] / 100.0 * t_base for plant in plants if plant is not None}
-        delays = planted_delays(timer, ctx.device, targets, ctx.run.seed + ctx.case_index)
+        delays, spin_ladder = planted_delays(timer, ctx.device, targets, ctx.run.seed + ctx.case_index)
     for li in timed:
         plant = ctx.legs[li].plant
         if plant is None:
@@ -94,4 +97,4 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
             if ctx.uses_set(li, k):
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
-    return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base)
+    return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base, spin_ladder)

@@ -14,6 +14,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -89,14 +90,20 @@ def hinge_fit(rungs: list[int], added_ns: np.ndarray) -> tuple[float, float]:
     return best[1], best[2]
 
 
-def cycles_for(target_ns: float, rungs: list[int], added_ns: np.ndarray) -> int:
-    """Cycles whose spin adds ``target_ns`` on the fitted curve (kprof.engine.planting.hinge_fit)."""
+def cycles_for(target_ns: float, fit: tuple[float, float]) -> int:
+    """Cycles whose spin adds ``target_ns`` on the fitted curve (c0, slope) of ``hinge_fit``."""
     if target_ns <= 0:
         return 0
-    c0, slope = hinge_fit(rungs, added_ns)
-    if slope <= 0:  # the ladder saw no spin at all: fall back on the top rung's average rate
-        slope = max(float(added_ns[-1]), 1e-9) / rungs[-1]
+    c0, slope = fit
     return int(round(c0 + target_ns / slope))
+
+
+def ladder_fit(rungs: list[int], added_ns: np.ndarray) -> tuple[float, float]:
+    """``hinge_fit``, or where the ladder saw no spin at all, the top rung's average rate."""
+    c0, slope = hinge_fit(rungs, added_ns)
+    if slope <= 0:
+        return 0.0, max(float(added_ns[-1]), 1e-9) / rungs[-1]
+    return c0, slope
 
 
 def measure_ladder(timer: Timer, rungs: list[int], seed: int) -> np.ndarray:
@@ -119,15 +126,30 @@ def measure_ladder(timer: Timer, rungs: list[int], seed: int) -> np.ndarray:
     return means - means[0]
 
 
+def size_spins(timer: Timer, targets_ns: dict[float, float], ghz: float, seed: int) -> dict[str, Any]:
+    """The ladder for ``targets_ns`` (percentage → ns) measured and fitted: what the case's status
+    records (``spin_ladder``) and the cycles each percentage is planted with."""
+    rungs = ladder(2.0 * max(targets_ns.values(), default=0.0) * ghz)
+    added = measure_ladder(timer, rungs, seed)
+    c0, slope = ladder_fit(rungs, added)
+    return {
+        "cycles": rungs,
+        "added_ns": [round(float(a), 2) for a in added],
+        "c0_cycles": round(c0, 1),
+        "ns_per_cycle": round(slope, 4),
+        "planted_cycles": {f"{pct:g}": cycles_for(ns, (c0, slope)) for pct, ns in targets_ns.items()},
+    }
+
+
 def planted_delays(
     timer: Timer, device: str, targets_ns: dict[float, float], seed: int
-) -> dict[float, Callable[[], None]]:
-    """A spin per planted percentage, each adding its target length (ns) as the case's timer sees it."""
+) -> tuple[dict[float, Callable[[], None]], dict[str, Any] | None]:
+    """A spin per planted percentage, each adding its target length (ns) as the case's timer sees
+    it, and the ladder it was sized on (None on the host, where a spin is timed by the clock)."""
     if device == "cpu":
-        return {pct: host_spin(ns) for pct, ns in targets_ns.items()}
-    rungs = ladder(2.0 * max(targets_ns.values(), default=0.0) * sm_clock_ghz(device))
-    added = measure_ladder(timer, rungs, seed)
-    return {pct: gpu_sleep(cycles_for(ns, rungs, added)) for pct, ns in targets_ns.items()}
+        return {pct: host_spin(ns) for pct, ns in targets_ns.items()}, None
+    sized = size_spins(timer, targets_ns, sm_clock_ghz(device), seed)
+    return {pct: gpu_sleep(sized["planted_cycles"][f"{pct:g}"]) for pct in targets_ns}, sized
 
 
 def with_spin(work: Callable[[], None], delay: Callable[[], None]) -> Callable[[], None]:

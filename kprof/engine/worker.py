@@ -56,6 +56,7 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
         legs_timed=[ctx.legs[li].name for li in captured.timed],
         baseline_warmup_ns=captured.baseline_warmup_ns,
         timer=ctx.timer.label,
+        **({"spin_ladder": captured.spin_ladder} if captured.spin_ladder else {}),
     )
     run_rounds(ctx, gate, captured)
     if ctx.run.collector == "torch" and ctx.device != "cpu":

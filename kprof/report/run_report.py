@@ -154,6 +154,15 @@ def status_lines(run: Run) -> list[tuple[str, str]]:
     return lines
 
 
+def spin_ladder_note(case: str, ladder: dict[str, Any]) -> str:
+    """How a case's spins were sized (kprof.engine.planting): the fitted ladder and the cycles used."""
+    cycles = ", ".join(f"{pct}% = {n:,} cycles" for pct, n in ladder["planted_cycles"].items())
+    return (
+        f"{case}: spins sized on a ladder of {len(ladder['cycles'])} spins timed like the case: past "
+        f"{ladder['c0_cycles']:.0f} cycles each cycle adds {ladder['ns_per_cycle']:.3f} ns; planted {cycles}"
+    )
+
+
 def calibration_tables(report: RunReport) -> list[Table]:
     """Planted vs recovered, and what each protocol says about identical (A/A) legs."""
     planted = Table(
@@ -176,6 +185,9 @@ def calibration_tables(report: RunReport) -> list[Table]:
             "yes" if r["inside"] else "NO",
             verdict_cell(r["verdict"], r["verdict"]),
         )
+    for case, status in report.run.case_status.items():
+        if ladder := status.extra.get("spin_ladder"):
+            planted.notes.append(spin_ladder_note(case, ladder))
     effects, sign = report.effects, report.sign_rule
     aa_kprof = effects[effects["roles"].map(lambda roles: Role.AA.value in roles)]
     aa_pr = sign[sign["roles"].map(lambda roles: Role.AA.value in roles)] if len(sign) else sign
