@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from kprof.analysis.trace_tables import trace_tables
-from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.load import load_trace
 
 
 def _x(cat: str, name: str, ts: float, dur: float, pid: int = 1, tid: int = 1, **args) -> dict:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import GRAPH, report_fuzz_count
 from kprof.errors import KprofInputError
-from kprof.ingest import load_trace
+from kprof.ingest.load import load_trace
 
 with gzip.open(GRAPH) as f:
     RAW = f.read()

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import EAGER, GRAPH, real
 from kprof.errors import KprofInputError
-from kprof.ingest import load_trace
-from kprof.ingest.formats import kineto
+from kprof.ingest.formats import kineto, kineto_stream
+from kprof.ingest.load import load_trace
 
 
 def _raw(path: Path) -> dict:
@@ -86,7 +86,7 @@ def test_base_time_written_after_the_events_is_still_applied(tmp_path: Path) -> 
 
 def test_small_pieces_give_the_same_table_as_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = load_trace(EAGER).events
-    monkeypatch.setattr(kineto, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 4096)
     pieces = load_trace(EAGER).events
     assert pieces.equals(whole)
 
@@ -216,7 +216,7 @@ def test_boundaries_inside_strings_and_lists_are_not_cuts(monkeypatch: pytest.Mo
     ]
     path = _write(tmp_path, "odd.json", json.dumps({"traceEvents": events}, indent=1))
     whole = kineto.load(path).events
-    monkeypatch.setattr(kineto, "PIECE_BYTES", 97)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 97)
     assert kineto.load(path).events.equals(whole)
     assert len(whole) == 200 and whole["name"].str.contains("}, {").all()
 
@@ -228,17 +228,31 @@ def test_a_stretch_without_boundaries_is_read_in_linear_time(monkeypatch: pytest
     event = json.dumps({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2})
     path.write_bytes(b'{"traceEvents": [' + event.encode() + b"," + b" " * (8 << 20) + event.encode() + b"]}")
     searched = []
-    window = kineto._Pending.window
+    window = kineto_stream._Pending.window
 
-    def counting(self: kineto._Pending) -> tuple[bytes, int]:
+    def counting(self: kineto_stream._Pending) -> tuple[bytes, int]:
         out = window(self)
         searched.append(len(out[0]))
         return out
 
-    monkeypatch.setattr(kineto._Pending, "window", counting)
-    monkeypatch.setattr(kineto, "PIECE_BYTES", 1 << 16)
+    monkeypatch.setattr(kineto_stream._Pending, "window", counting)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 1 << 16)
     assert len(kineto.load(path).events) == 2
     assert sum(searched) < 2 * path.stat().st_size
-    monkeypatch.setattr(kineto, "MAX_EVENT_BYTES", 1 << 20)
+    monkeypatch.setattr(kineto_stream, "MAX_EVENT_BYTES", 1 << 20)
     with pytest.raises(KprofInputError, match="blank.json: no complete event within 1 MiB"):
         kineto.load(path)
+
+
+def test_the_kineto_decoder_imports_no_pandas() -> None:
+    """kineto_stream decodes a trace into compact columns with numpy and msgspec only, so a
+    decoding worker process need not pay for pandas' (and pyarrow's) import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kprof.ingest.formats.kineto_stream; "
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

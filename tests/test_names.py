@@ -61,7 +61,7 @@ def test_demangle_batch_knows_bf16_and_strips_kd() -> None:
 def test_long_ck_and_cutlass_names_are_demangled() -> None:
     """CK and CUTLASS kernels of 1,500–2,000 characters hit plain c++filt's recursion limit."""
     from conftest import real
-    from kprof.ingest import load_trace
+    from kprof.ingest.load import load_trace
 
     for name in ("tracelens_mi300_resnet_act_checkpoint.json.gz", "hta_nccl_data.json.gz"):
         events = load_trace(real(name)).events

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import real
 from kprof.errors import KprofInputError
-from kprof.ingest import load_trace
+from kprof.ingest.load import load_trace
 
 
 def test_docs_kernel_trace_csv_2024_layout() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import EAGER, GRAPH, real
 from kprof.analysis.trace_tables import trace_tables
-from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.load import load_trace
 
 
 def _tables(path, steps=None):

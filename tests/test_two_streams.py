@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from kprof.analysis.trace_tables import annotation_table
 from kprof.cli import app
 from kprof.commands.compare import compare
-from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.load import load_trace
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 NARROW, WIDE = TRACES / "two_streams.pt.trace.json.gz", TRACES / "two_streams_wide.pt.trace.json.gz"

@@ -42,7 +42,7 @@ def profile_rounds(
 
 def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
     """Per (leg, round, kernel): calls and device µs, from the annotated trace."""
-    from kprof.ingest import load_trace
+    from kprof.ingest.load import load_trace
 
     trace = load_trace(trace_path)
     k = trace.events

@@ -24,8 +24,8 @@ import pandas as pd
 from kprof.analysis.cross_rank import CrossRank, collective_calls, cross_rank_tables
 from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.errors import KprofInputError
-from kprof.ingest import load_trace
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.load import load_trace
 from kprof.ingest.source import head
 from kprof.store.trace_folder import prepare_dir, save_frames, write_rank_partition
 

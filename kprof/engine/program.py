@@ -25,7 +25,7 @@ from kprof.engine.design import aa_legs
 from kprof.engine.events import Event
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError
-from kprof.ingest import load_trace
+from kprof.ingest.load import load_trace
 from kprof.run_model import CaseRecord, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 

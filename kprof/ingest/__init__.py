@@ -1,38 +1,4 @@
 """Trace ingest: recognise a file's format by its content (kprof.ingest.registry), load it into the
-normalized tables (kprof.schema), and assign each kernel its step and annotation."""
-
-from __future__ import annotations
-
-import sqlite3
-from pathlib import Path
-
-import pandas as pd
-import pyarrow as pa
-
-from kprof.errors import KprofInputError
-from kprof.ingest.assign_ranges import assign_ranges
-from kprof.ingest.registry import LoadOptions, probe
-from kprof.ingest.source import Progress
-from kprof.trace import Trace
-
-
-def load_trace(
-    path: Path,
-    rank: int | None = None,
-    recover: bool | None = None,
-    step_pattern: str | None = None,
-    on_progress: Progress | None = None,
-) -> Trace:
-    """Read any supported trace and assign its kernels to steps and annotations.
-
-    ``rank`` overrides the rank; when None, the file's own rank is used where it has one, else 0.
-    """
-    with probe(path) as (fmt, p):
-        try:
-            trace = fmt.load(p, LoadOptions(rank=rank, recover=recover, on_progress=on_progress))
-        except (pa.ArrowInvalid, OverflowError) as e:
-            raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
-        except sqlite3.Error as e:
-            raise KprofInputError(path, f"SQLite database could not be read ({e})") from None
-    trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
-    return assign_ranges(trace, step_pattern)
+normalized tables (kprof.schema), and assign each kernel its step and annotation
+(kprof.ingest.load.load_trace). The package imports nothing itself, so that the Kineto decoder
+(kprof.ingest.formats.kineto_stream) can run in a process that never imports pandas."""

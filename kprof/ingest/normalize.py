@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from kprof.ingest.names import demangle_all, short_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: HIP launch APIs whose grid arguments are work-items, not blocks (hip_ext.h)
 WORK_ITEM_LAUNCHES = frozenset({"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"})
@@ -27,6 +28,8 @@ def full_and_short(names: Sequence[str], is_kernel: Iterable[bool] | None = None
 
 def blocks(grid: pd.Series, block: pd.Series) -> pd.Series:
     """A work-item grid in blocks (ceil division); unknown or zero block sizes give null."""
+    import pandas as pd  # here, not at import: the Kineto decoder imports this module without pandas
+
     g = pd.to_numeric(grid, errors="coerce").astype("Int64")
     b = pd.to_numeric(block, errors="coerce").astype("Int64").replace(0, pd.NA)
     return -((-g) // b)
