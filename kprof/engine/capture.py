@@ -82,11 +82,11 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
 
     # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone. The
     # spins' cycle counts are calibrated in the case's timer (kprof.engine.planting).
-    plants = {ctx.legs[li].plant for li in timed if ctx.legs[li].plant is not None}
+    plants = {plant for li in timed if (plant := ctx.legs[li].plant) is not None}
     spin_ladder = None
     if plants:
         ctx.at("spins")
-        targets = {plant[1]: plant[1] / 100.0 * t_base for plant in plants if plant is not None}
+        targets = {pct: pct / 100.0 * t_base for _, pct in plants}
         delays, spin_ladder = planted_delays(timer, ctx.device, targets, ctx.run.seed + ctx.case_index)
     for li in timed:
         plant = ctx.legs[li].plant

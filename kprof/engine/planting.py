@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy.stats import trim_mean
 
 from kprof.timer import Timer
 from kprof.timer.clocks import host_gpu_index
@@ -65,12 +66,6 @@ def ladder(top_cycles: float) -> list[int]:
     while rungs[-1] < top_cycles:
         rungs.append(int(round(rungs[-1] * LADDER_STEP)))
     return rungs
-
-
-def trimmed_mean(values: Iterable[float]) -> float:
-    x = np.sort(np.asarray(list(values), dtype=float))
-    cut = int(len(x) * TRIM)
-    return float(x[cut : len(x) - cut].mean())
 
 
 def hinge_fit(rungs: list[int], added_ns: np.ndarray) -> tuple[float, float]:
@@ -122,7 +117,7 @@ def measure_ladder(timer: Timer, rungs: list[int], seed: int) -> np.ndarray:
         rng.shuffle(order)
         for item, values in timer.time_round(order, LADDER_SAMPLES).items():
             times[item] += values
-    means = np.array([trimmed_mean(times[item]) for item in items])
+    means = np.array([trim_mean(times[item], TRIM) for item in items])
     return means - means[0]
 
 

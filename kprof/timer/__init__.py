@@ -1,8 +1,8 @@
 """Timers: device time from CUDA/HIP events over captured graphs, or the host clock on a CPU.
 
 A timer prepares each (leg, buffer set) — once, or afresh every round — then times whole rounds:
-every sample of every leg in the round's order is enqueued, and the round is synchronised once. It reports what clock it
-used, so no host-clock number is ever mistaken for device time.
+every sample of every leg in the round's order is enqueued, and the round is synchronised once. It
+reports what clock it used, so no host-clock number is ever mistaken for device time.
 """
 
 from __future__ import annotations
