@@ -29,7 +29,7 @@ NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (14 scenarios)")
+    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (16 scenarios)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", default="", help="run only the scenarios whose name starts with this")
     a = p.parse_args()
@@ -48,6 +48,10 @@ def main() -> None:
         "lone_1pct_8_rounds_with_unrelated_30pct_slower": lambda: scenario_lone(1.0, 8, -30.0, QUIET, 8, n, rng),
         "coverage_quiet_16": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng),
         "coverage_noisy_16": lambda: scenario_coverage([0.0, 1.0, 5.0], NOISY, 16, 0.5, n, rng),
+        # every leg's time also depends on where its buffers lie (SD per buffer set, drawn anew per run)
+        "coverage_quiet_16_placement_0.1": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.001),
+        "coverage_quiet_16_placement_0.3": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.003),
+        "coverage_noisy_16_placement_1": lambda: scenario_coverage([0.0, 1.0, 5.0], NOISY, 16, 0.5, n, rng, 0.01),
         # pairs of independent runs: n // 4 pairs each
         "rerun_noisy_16": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng),
         "rerun_noisy_16_placement": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng, 0.004),

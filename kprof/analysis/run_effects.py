@@ -125,7 +125,9 @@ def leg_effects(
         sets = round_sets(case_samples)
         n_placements = int(sets.nunique()) if sets is not None else 0
         set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
-        aa_placement = placement(d_all[aa_leg], set_of_round) if aa is not None and aa_leg is not None else 0.0
+        compared = [leg for leg in d_all.columns if leg != baseline and Role.SPIN not in by_name[leg].roles]
+        sigma_p = placement_spreads(d_all[compared], set_of_round)
+        aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
         if aa is not None:
             aa = S.with_verdict(aa, threshold)
         summaries[case] = CaseSummary(
@@ -161,14 +163,13 @@ def leg_effects(
                     effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
                 )
             else:
-                sigma_p = placement(d_all[leg], set_of_round)
-                placed = S.with_placement(S.estimate(d_all[leg].to_numpy()), sigma_p, n_placements)
+                placed = S.with_placement(S.estimate(d_all[leg].to_numpy()), sigma_p[leg], n_placements)
                 eff = S.with_verdict(placed, threshold)
                 row.update(
                     eff.row(),
                     p_sign=eff.p_sign,
                     estimate=eff.estimate,
-                    placement_pct=100 * (np.exp(sigma_p) - 1),
+                    placement_pct=100 * (np.exp(sigma_p[leg]) - 1),
                 )
                 if biased and Role.AA not in roles:  # A/A copies stay visible: they are the evidence
                     row["verdict"] = "BIASED"
@@ -194,9 +195,12 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
     return per_round["min"]
 
 
-def placement(d: pd.Series, set_of_round: np.ndarray | None) -> float:
-    """A leg's spread between buffer sets (log units); 0 when the rounds did not rotate placements."""
-    return S.placement_sigma(d.to_numpy(), set_of_round) if set_of_round is not None else 0.0
+def placement_spreads(d: pd.DataFrame, set_of_round: np.ndarray | None) -> dict[str, float]:
+    """Each leg's spread between buffer sets (log units) as folded into its interval
+    (``stats.counted_spreads``); 0 for every leg when the rounds did not rotate placements."""
+    if set_of_round is None:
+        return dict.fromkeys(d.columns, 0.0)
+    return S.counted_spreads({leg: S.placement_spread(d[leg].to_numpy(), set_of_round) for leg in d.columns})
 
 
 def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:

@@ -136,12 +136,30 @@ def scenario_lone(
     return {"faster_rate": float(np.mean(found)), "interval_excludes_zero": float(np.mean(excludes))}
 
 
+def placed(effects: dict[str, float], sigma: float, rng: np.random.Generator) -> dict[str, list[float]] | None:
+    """A log effect per buffer set for every leg (baseline and A/A included), or None for sigma 0."""
+    if not sigma:
+        return None
+    return {n: list(rng.normal(0, sigma, SETS)) for n in ["baseline", "A/A", *effects]}
+
+
 def scenario_coverage(
-    true_pcts: list[float], noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator
+    true_pcts: list[float],
+    noise: Noise,
+    rounds: int,
+    threshold_pct: float,
+    runs: int,
+    rng: np.random.Generator,
+    placement_sigma: float = 0.0,
 ) -> dict:
-    """Coverage of the intervals and wrong-direction or false calls, per true effect."""
+    """Coverage of the intervals and wrong-direction or false calls, per true effect; with
+    ``placement_sigma``, every leg's time also depends on its buffer set (drawn anew per run), and
+    the truth is the effect averaged over placements."""
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
-    rows = pd.concat([run_once(effects, noise, rounds, threshold_pct, rng)[0] for _ in range(runs)])
+    tables = []
+    for _ in range(runs):
+        tables.append(run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))[0])
+    rows = pd.concat(tables)
     out = {}
     for p, g in rows.groupby("true_pct"):
         wrong = g["verdict"].eq("SLOWER") if p >= 0 else g["verdict"].eq("FASTER")
@@ -158,11 +176,9 @@ def scenario_rerun(
     placed anew in each run): how often one run's estimate lies inside the other's confidence
     interval (about 83% for exact 95% intervals: both estimates vary) and inside its rerun interval."""
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
-    names = ["baseline", "A/A", *effects]
 
     def one_run() -> pd.DataFrame:
-        placed = {n: list(rng.normal(0, placement_sigma, SETS)) for n in names} if placement_sigma else None
-        return run_once(effects, noise, rounds, 0.5, rng, placed)[0].set_index("leg")
+        return run_once(effects, noise, rounds, 0.5, rng, placed(effects, placement_sigma, rng))[0].set_index("leg")
 
     in_ci = in_rerun = total = 0
     for _ in range(runs):
