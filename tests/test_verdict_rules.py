@@ -164,3 +164,11 @@ def test_a_rerun_lands_inside_the_rerun_interval() -> None:
     out = sim.scenario_rerun([0.0, 2.0, 10.0], sim.Noise(0.01, 0.003), 16, 30, np.random.default_rng(3))
     assert out["inside_rerun_interval"] >= 0.9
     assert out["inside_interval"] < out["inside_rerun_interval"] - 0.05
+
+
+def test_the_placement_line_counts_the_legs_whose_spread_is_in_their_intervals() -> None:
+    from kprof.report.run_report import placement_line
+
+    assert "no leg's spread" in placement_line(4, pd.Series([0.0, 0.0]))
+    line = placement_line(4, pd.Series([0.0, 0.31, 1.2]))
+    assert "2 leg(s) vary between sets (largest ±1.20%)" in line and "in their intervals" in line

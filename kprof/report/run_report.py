@@ -112,9 +112,9 @@ def placement_line(placements: int, spread: pd.Series) -> str:
     """What the rotation over buffer sets at varied offsets showed for a case's legs."""
     head = f"placement: {placements} buffer sets at varied offsets; "
     if not (spread > 0).any():
-        return head + "no leg differs between sets beyond the noise"
+        return head + "no leg's spread between sets is counted (none exceeds its rounds' noise)"
     return (
-        head + f"{int((spread > 0).sum())} leg(s) differ between sets beyond the noise "
+        head + f"{int((spread > 0).sum())} leg(s) vary between sets "
         f"(largest ±{spread.max():.2f}%): that spread is in their intervals"
     )
 
