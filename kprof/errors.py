@@ -12,3 +12,7 @@ class KprofInputError(Exception):
         self.where = str(where)
         self.problem = " ".join(problem.split())  # one line, whatever a library's message held
         super().__init__(f"{self.where}: {self.problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        """Picklable, so that an error met in a worker process reaches the user as it was raised."""
+        return (type(self), (self.where, self.problem))

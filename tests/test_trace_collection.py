@@ -96,3 +96,12 @@ def test_collective_wait_is_time_beyond_the_shortest_call() -> None:
     assert waits.loc[1, "collective_us"] == pytest.approx(60) and waits.loc[1, "wait_pct"] == pytest.approx(200 / 3)
     uneven = cross_rank_tables([_tables(0), _tables(1)], [_calls([10, 10]), _calls([30])])
     assert uneven.collectives["wait_us"].sum() == 0 and "different number of times" in uneven.notes[0]
+
+
+def test_a_bad_rank_read_by_a_worker_is_a_one_line_error(tmp_path: Path) -> None:
+    """A worker process meets the broken file: the user gets kprof's one line naming it, exit 2."""
+    ranks = _rank_traces(tmp_path / "ranks")
+    (ranks / "rank1.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel" "oops"}]}'))
+    res = runner.invoke(app, ["trace", str(ranks), "--jobs", "2"])
+    assert res.exit_code == 2
+    assert "rank1.json.gz: malformed JSON" in res.output and "Traceback" not in res.output
