@@ -256,3 +256,60 @@ def test_the_kineto_decoder_imports_no_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _threads_named_by_strings(n: int) -> list[dict]:
+    """Kernels, their launches and ranges on threads named by strings (a pid ``"Spans"``), met in
+    an order that interleaves launches and ranges."""
+    events: list[dict] = []
+    for i in range(n):
+        thread = f"thread {(i * 7) % 5}"
+        kernel_args = {"device": 0, "stream": 7, "correlation": i}
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": 10 * i + 3,
+                "dur": 5,
+                "args": kernel_args,
+            }
+        )
+        if i % 10 == 0:
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"r{i}",
+                    "pid": "Spans",
+                    "tid": thread,
+                    "ts": 10 * i,
+                    "dur": 90,
+                }
+            )
+        launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 0, "tid": thread, "ts": 10 * i}
+        events.append(launch | {"dur": 2, "args": {"correlation": i}})
+    return events
+
+
+def test_string_thread_ids_do_not_depend_on_where_pieces_are_cut(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Threads named by strings get negative ids in the order the file meets them: one piece or
+    many, the launches' thread ids and the ranges are the same."""
+    path = _write(tmp_path, "threads.json", json.dumps({"traceEvents": _threads_named_by_strings(200)}, indent=1))
+    whole = kineto.load(path)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256)
+    pieces = kineto.load(path)
+    assert (whole.events["launch_tid"] < 0).all() and whole.events["launch_tid"].nunique() == 5
+    assert pieces.events.equals(whole.events) and pieces.ranges.equals(whole.ranges)
+
+
+def test_input_errors_survive_a_process_boundary() -> None:
+    """``kprof trace --jobs N`` reads files in worker processes: their errors must unpickle."""
+    import pickle
+
+    err = pickle.loads(pickle.dumps(KprofInputError("a.json", "malformed  JSON")))
+    assert isinstance(err, KprofInputError) and (err.where, err.problem) == ("a.json", "malformed JSON")

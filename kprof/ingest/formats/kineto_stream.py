@@ -285,11 +285,15 @@ class EventBuffer:
             elif cat in launch_cats:
                 if e.ts is not None:
                     launches.append(e)
+                    if type(e.tid) is not int:  # string ids in file order, wherever the pieces were cut
+                        _as_int(e.tid, self.string_ids)
             elif cat in GPU_RANGE_CATEGORIES or cat in CPU_RANGE_CATEGORIES or e.name.startswith("ProfilerStep#"):
                 if e.ts is None or e.dur is None:
                     self.skipped += 1
                     continue
                 ranges.append(e)
+                if type(e.pid) is not int or type(e.tid) is not int:
+                    _as_int(e.pid, self.string_ids), _as_int(e.tid, self.string_ids)
             else:
                 other[cat] = other.get(cat, 0) + 1
         self.launch_calls += len(launches)
