@@ -81,6 +81,7 @@ def test_wave_fit_splits_falls_back_to_the_fullest_wave() -> None:
     assert wave_fit_splits(3, 7, 10, 3) == 3  # bounded by the tile count: nothing to choose
 
 
+@pytest.mark.slow  # two interpreted decodes (14 s); the H200 tests run the lever on every pr case
 def test_wave_fit_lever_changes_the_split_count_and_stays_within_tolerance() -> None:
     """32 requests of 320 tokens: upstream gives 8 splits (256 programs); on a device of 100 SMs
     (one program per SM under the interpreter) 9 splits fill 2.88 of 3 waves. The ninth split's

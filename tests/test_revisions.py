@@ -204,6 +204,7 @@ def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path)
     assert biased or aa["verdict"] in {"SAME", "UNRESOLVED"}
 
 
+@pytest.mark.slow  # a whole program per revision per round (13 s); the in-process revision legs run by default
 def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The program runs in each revision's tree: the stand-in profiler scales its kernels by a file
     the commits change (5% slower, then nothing); --setup runs once per tree and is recorded."""
