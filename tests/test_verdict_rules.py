@@ -172,3 +172,11 @@ def test_the_placement_line_counts_the_legs_whose_spread_is_in_their_intervals()
     assert "no leg's spread" in placement_line(4, pd.Series([0.0, 0.0]))
     line = placement_line(4, pd.Series([0.0, 0.31, 1.2]))
     assert "2 leg(s) vary between sets (largest ±1.20%)" in line and "in their intervals" in line
+
+
+def test_samples_of_a_leg_the_run_does_not_declare_are_left_out() -> None:
+    """A folder's samples may name a leg its meta no longer lists: the declared legs are analysed."""
+    samples = sim.samples_for({"x": 1.0, "gone": 0.0}, QUIET, 8, np.random.default_rng(0))
+    legs = [leg for leg in sim.legs_for({"x": 1.0, "gone": 0.0}) if leg.name != "gone"]
+    table = leg_effects(samples, legs, 0.5)[0]
+    assert set(table["leg"]) == {"baseline", "A/A", "x"}

@@ -125,7 +125,8 @@ def leg_effects(
         sets = round_sets(case_samples)
         n_placements = int(sets.nunique()) if sets is not None else 0
         set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
-        compared = [leg for leg in d_all.columns if leg != baseline and Role.SPIN not in by_name[leg].roles]
+        declared = [leg.name for leg in legs if leg.name in logs.columns]
+        compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
         sigma_p = placement_spreads(d_all[compared], set_of_round)
         aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
         if aa is not None:
@@ -148,7 +149,6 @@ def leg_effects(
             timer=", ".join(sorted({str(t).split(" ")[0] for t in case_samples["timer"].unique()})),
         )
         t_base = np.exp(logs[baseline]).median()
-        declared = [leg.name for leg in legs if leg.name in logs.columns]
         for leg in declared:
             roles = by_name[leg].roles
             t_med = float(np.exp(logs[leg]).median())
