@@ -183,7 +183,8 @@ def placement_spread(d: Sequence[float], groups: Sequence[int]) -> tuple[float, 
     sizes = np.array([len(p) for p in parts])
     ms_between = float((sizes * (means - x.mean()) ** 2).sum() / (k - 1))
     ms_within = float(sum(((p - m) ** 2).sum() for p, m in zip(parts, means)) / (n - k))
-    p = float(sps.f_oneway(*parts).pvalue)
+    with np.errstate(divide="ignore", invalid="ignore"):  # no spread within: F is inf (or nan if none at all)
+        p = float(sps.f.sf(np.float64(ms_between) / ms_within, k - 1, n - k))
     return math.sqrt(max(0.0, (ms_between - ms_within) / sizes.mean())), p if math.isfinite(p) else 1.0
 
 
