@@ -292,8 +292,10 @@ class EventBuffer:
                     self.skipped += 1
                     continue
                 ranges.append(e)
-                if type(e.pid) is not int or type(e.tid) is not int:
-                    _as_int(e.pid, self.string_ids), _as_int(e.tid, self.string_ids)
+                if type(e.pid) is not int:
+                    _as_int(e.pid, self.string_ids)
+                if type(e.tid) is not int:
+                    _as_int(e.tid, self.string_ids)
             else:
                 other[cat] = other.get(cat, 0) + 1
         self.launch_calls += len(launches)
