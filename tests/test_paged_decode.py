@@ -65,3 +65,15 @@ def test_window_smaller_than_a_tile_and_short_sequences() -> None:
         state = _run(case, features, "float32")
         ref = WORKLOAD.reference(state)["out"]
         assert ((state.out.double() - ref).abs().max() / ref.abs().max()) < (5e-3 if HAS_GPU else 1e-5)
+
+
+def test_ragged_lengths_are_the_cases_shape_not_the_seeds() -> None:
+    """Two runs (other seeds) and every buffer set time the same work: the lengths come from the
+    case; the seed still varies the page table and the values."""
+    case = WORKLOAD.cases("smoke")[0]
+    a, b = WORKLOAD.setup(case, DEVICE, "float32", 11_000), WORKLOAD.setup(case, DEVICE, "float32", 12_003)
+    assert torch.equal(a.seq_lens, b.seq_lens)
+    assert not torch.equal(a.block_table, b.block_table)
+    assert not torch.equal(a.q, b.q)
+    lens = WORKLOAD.setup(Case("b8", dict(case.params, batch=8, seq=512)), "cpu", "float32", 0).seq_lens
+    assert lens[0] == 512 and len(set(lens.tolist())) > 4 and int(lens.min()) >= 3 * 512 // 4
