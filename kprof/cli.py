@@ -304,6 +304,13 @@ def run(
             "each leg owns its buffers (the PR method, for comparison)."
         ),
     ] = "shared",
+    processes: Annotated[
+        int | None,
+        typer.Option(
+            help="Worker processes per case, one after another, each with its share of the rounds and "
+            "buffer sets, so what one process holds is in the interval (default: 2 on a GPU, else 1)."
+        ),
+    ] = None,
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
     timer: TimerOption = "auto",
     captures: CapturesOption = "per-round",
@@ -382,6 +389,8 @@ def run(
     if resume:
         folder = resume_folder(out)
     elif program or leg:
+        if processes is not None:
+            raise KprofInputError("--processes", "whole programs already run one process per leg per round")
         folder = start(
             ProgramRequest(
                 legs=leg or [],
@@ -415,6 +424,7 @@ def run(
             samples=samples,
             buffer_sets=buffer_sets,
             buffers=buffers,
+            processes=processes,
             timer_mode=timer,
             captures=captures,
             gpus=gpus,

@@ -210,6 +210,7 @@ class Run:
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
+    processes: int = 1  # worker processes per case, one after another (kprof.engine.parts)
     ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
     gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
     timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
@@ -297,6 +298,7 @@ class Run:
             "samples": self.samples,
             "buffer_sets": self.buffer_sets,
             "buffers": self.buffers,
+            "processes": self.processes,
             "timer_mode": self.timer_mode,
             "captures": self.captures,
             "gpus": self.gpus,
@@ -362,6 +364,7 @@ class Run:
                 samples=d.get("samples"),
                 buffer_sets=int(d.get("buffer_sets") or 4),
                 buffers=str(d.get("buffers") or "shared"),
+                processes=int(d.get("processes") or 1),  # folders from before the choice: one process per case
                 gpus=[int(g) for g in d.get("gpus") or []],
                 ray=d.get("ray"),
                 timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events

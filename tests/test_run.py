@@ -31,6 +31,8 @@ SMALL = [
     "1",
     "--buffer-sets",
     "2",
+    "--processes",
+    "1",
 ]
 TIMER = "cuda-events" if HAS_GPU else "host-clock"
 
@@ -59,6 +61,43 @@ def test_a_run_stores_every_sample_round_by_round(tmp_path: Path) -> None:
     assert checks["passed"].all() and (checks["round"] == -1).any() and (checks["round"] == 6).any()
     md = runner.invoke(app, ["report", str(out), "--format", "md"], catch_exceptions=False)
     assert "| baseline (A/A) |" in md.stdout and TIMER in md.stdout
+
+
+def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> None:
+    """--processes 2: each of two worker processes runs its own burn-in and half the timed rounds
+    on its own buffer sets (so the process is inside the spread between sets), and the report reads
+    them as one case."""
+    out = tmp_path / "run"
+    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL]
+    args[args.index("b2")] = "64KiB"
+    args[args.index("--processes") + 1] = "2"
+    args[args.index("--buffer-sets") + 1] = "4"
+    res = runner.invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert any("(process 2/2): setting up buffers" in line for line in res.stderr.splitlines())
+    store = RunStore(out)
+    samples, rounds = store.read("samples"), store.read("rounds")
+    assert sorted(samples["round"].unique()) == list(range(8))  # 6 timed rounds + a burn-in per process
+    assert sorted(samples.loc[samples["burn_in"], "round"].unique()) == [0, 4]
+    by_process = rounds.set_index("round")["process"].to_dict()
+    assert by_process == {0: 0, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 6: 1, 7: 1}
+    sets = samples.assign(process=samples["round"].map(by_process)).groupby("process")["buffer_set"].unique()
+    assert sorted(sets[0]) == [0, 2] and sorted(sets[1]) == [1, 3]
+    assert len(pd.unique(store.read("checks").query("round == -1")["buffer_set"])) == 4  # both gates on disk
+    report = json.loads(res.stdout)
+    assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
+    assert store.read_run().status(report["legs"][0]["case"]).status == "done"
+
+
+def test_processes_that_cannot_be_split_are_refused(tmp_path: Path) -> None:
+    base = ["run", "paged_decode", "--out", str(tmp_path / "run"), *SMALL[:-2]]
+    for extra, why in (
+        (["--processes", "3"], "need at least 3 buffer sets"),
+        (["--processes", "2", "--buffers", "per-leg"], "only shared buffers"),
+        (["--processes", "0"], "at least 1"),
+    ):
+        res = runner.invoke(app, base + extra)
+        assert res.exit_code == 2 and "--processes" in res.stderr and why in res.stderr, res.output
 
 
 @pytest.mark.slow

@@ -53,7 +53,7 @@ def no_rounds_message(run: Run) -> str:
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     folder = RunFolder(root)
     run = folder.read_run()
-    samples = folder.read("samples", skip_damaged=True)
+    samples = without_failed_legs(folder.read("samples", skip_damaged=True), run)
     if samples.empty:
         raise KprofInputError(root, no_rounds_message(run))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct
@@ -82,6 +82,16 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         [f"skipped a damaged part: {s}" for s in folder.skipped],
         gpu_spread(samples, run, threshold),
     )
+
+
+def without_failed_legs(samples: pd.DataFrame, run: Run) -> pd.DataFrame:
+    """A leg that failed its correctness check in any of a case's processes is not reported from
+    the rounds another process timed before (its outputs differ on some buffer set)."""
+    failed = {(case, leg) for case, status in run.case_status.items() for leg in status.failed}
+    if not failed or samples.empty:
+        return samples
+    keep = [key not in failed for key in zip(samples["case"], samples["leg"])]
+    return samples[keep]
 
 
 @dataclass

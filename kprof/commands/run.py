@@ -44,7 +44,7 @@ def run_and_analyse(folder: RunFolder, on_event: Callable[[Event], None] = lambd
 
 def total_rounds(folder: RunFolder) -> int:
     run = folder.read_run()
-    return len(run.cases) * (run.rounds + 1)
+    return len(run.cases) * (run.rounds + run.processes)  # a burn-in round per process
 
 
 def program_and_workload(

@@ -65,18 +65,24 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     # baseline's bare work is timed too: planted spins are sized from it.
     ctx.at("warmup")
     base_li = ctx.baseline_index
-    base_item: Item = (base_li, ctx.buffer_set(base_li, 0))
+    first_round = ctx.part.rounds.start
+    base_item: Item = (base_li, ctx.buffer_set(base_li, first_round))
     estimate_item: Item = base_item if base_li in plain else (ESTIMATE, 0)
     if base_li not in plain:
         timer.prepare(estimate_item, gate.fns[base_item])
-    first = [(li, ctx.buffer_set(li, 0)) for li in plain] + ([] if base_li in plain else [estimate_item])
+    first = [(li, ctx.buffer_set(li, first_round)) for li in plain] + ([] if base_li in plain else [estimate_item])
     est = warm_up(timer, first, ctx.device)
     t_base = est[estimate_item][0]
 
     # Small cases are timed by kernel time: the event overhead, measured at the start of the run,
     # is over 1% of their time (kprof.timer.kernel_time). Planted spins are then sized from the
     # baseline's kernel time, so "1%" is 1% of what the case's samples measure.
-    timer.kernel_time = wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
+    chosen = ctx.first_part_status()
+    timer.kernel_time = (
+        bool(chosen.extra.get("kernel_time"))
+        if chosen is not None
+        else wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
+    )
     if timer.kernel_time and any(ctx.legs[li].plant is not None for li in timed):
         t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]
 
@@ -93,8 +99,9 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
         if plant is None:
             continue
         delay = delays[plant[1]]
-        for k in range(ctx.n_sets):
+        for k in ctx.states:
             if ctx.uses_set(li, k):
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
-    return Captured(timed, samples_per_round(t_est, ctx.device, ctx.run.samples), t_base, spin_ladder)
+    samples = chosen.samples if chosen is not None and chosen.samples else None
+    return Captured(timed, samples or samples_per_round(t_est, ctx.device, ctx.run.samples), t_base, spin_ladder)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof.correctness import Rule, rule_for
-from kprof.run_model import Leg, Role, Run
+from kprof.engine.parts import Part, case_parts
+from kprof.run_model import CaseStatus, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 from kprof.timer import Timer, make_timer
 from kprof.workload import Case, Workload, load_workload
@@ -37,12 +38,13 @@ class CaseContext:
     case: Case
     workload: Workload
     legs: list[Leg]
-    states: list[Any] = field(default_factory=list)
+    part_index: int = 0  # which of the case's processes this is (kprof.engine.parts)
+    states: dict[int, Any] = field(default_factory=dict)  # buffer set → the workload's state
     timer: Timer | None = None
     pads: list[Any] = field(default_factory=list)  # held for the case's life: they set where each buffer set lies
 
     @classmethod
-    def open(cls, folder: RunFolder, case_index: int, skip: set[str]) -> CaseContext:
+    def open(cls, folder: RunFolder, case_index: int, skip: set[str], part_index: int = 0) -> CaseContext:
         run = folder.read_run()
         workload = load_workload(run.workload)
         record = run.cases[case_index]
@@ -50,7 +52,7 @@ class CaseContext:
         case = next(c for c in workload.cases(run.preset) if c.name == name)
         case = replace(case, name=record.name)  # a repeat on another GPU keeps its own name in every table
         legs = [leg for leg in run.legs if leg.name not in skip]
-        return cls(folder, run, case_index, case, workload, legs)
+        return cls(folder, run, case_index, case, workload, legs, part_index)
 
     @property
     def device(self) -> str:
@@ -61,15 +63,27 @@ class CaseContext:
         return self.run.buffers == "per-leg"
 
     @property
-    def n_sets(self) -> int:
-        return len(self.legs) if self.per_leg_buffers else self.run.buffer_sets
+    def part(self) -> Part:
+        """This process's share of the case: its buffer sets and its rounds."""
+        n_sets = len(self.legs) if self.per_leg_buffers else self.run.buffer_sets
+        return case_parts(self.run.rounds, n_sets, self.run.processes)[self.part_index]
+
+    @property
+    def last_part(self) -> bool:
+        return self.part_index == self.run.processes - 1
 
     def buffer_set(self, leg_index: int, round_index: int) -> int:
-        """Shared protocol: every leg of round r uses set r mod K. Per-leg (the PR method): leg i owns set i."""
-        return leg_index if self.per_leg_buffers else round_index % self.n_sets
+        """Shared protocol: every leg of round r uses the part's set for r (r mod K with one
+        process). Per-leg (the PR method): leg i owns set i."""
+        return leg_index if self.per_leg_buffers else self.part.set_of(round_index)
 
     def uses_set(self, leg_index: int, k: int) -> bool:
         return not self.per_leg_buffers or k == leg_index
+
+    def first_part_status(self) -> CaseStatus | None:
+        """What the case's first process chose (the timer, samples per round), for a later process
+        to time alike; None in the first process."""
+        return None if self.part_index == 0 else self.folder.read_run().status(self.case.name)
 
     @property
     def baseline_index(self) -> int:
@@ -81,7 +95,8 @@ class CaseContext:
         progress = self.folder.root / f".progress-c{self.case_index:03d}.json"
         progress.write_text(json.dumps({"step": step, "leg": leg}))
         if step != "round":
-            emit(event="phase", case=self.case.name, step=step, leg=leg)
+            process = f"{self.part_index + 1}/{self.run.processes}" if self.run.processes > 1 else None
+            emit(event="phase", case=self.case.name, step=step, leg=leg, process=process)
 
     def done(self) -> None:
         (self.folder.root / f".progress-c{self.case_index:03d}.json").unlink(missing_ok=True)
@@ -94,12 +109,12 @@ class CaseContext:
         import torch
 
         seed = self.run.seed
-        self.states = []
-        for k in range(self.n_sets):
+        self.states = {}
+        for k in self.part.sets:
             rng = np.random.default_rng([seed, self.case_index, k])
             pad = int(rng.integers(0, PLACEMENT_STEPS)) * PLACEMENT_STEP_BYTES + int(rng.integers(1, 512)) * 4096
             self.pads.append(torch.empty(pad, dtype=torch.uint8, device=self.device))
-            self.states.append(self.workload.setup(self.case, self.device, self.run.dtype, seed * 1000 + k))
+            self.states[k] = self.workload.setup(self.case, self.device, self.run.dtype, seed * 1000 + k)
         self.timer = make_timer(self.device)
 
     def launch(self, leg: Leg, state: Any) -> Callable[[], None]:

@@ -20,8 +20,9 @@ PHASES = {
 def phase(event: Event) -> str:
     """A worker's phase in words (``case: correctness gate · leg``)."""
     what = PHASES.get(event.get("step", ""), event.get("step", ""))
-    leg = event.get("leg")
-    return f"{event.get('case')}: {what}" + (f" · {leg}" if leg and event.get("step") in ("check", "capture") else "")
+    leg, process = event.get("leg"), event.get("process")
+    where = f"{event.get('case')}" + (f" (process {process})" if process else "")
+    return f"{where}: {what}" + (f" · {leg}" if leg and event.get("step") in ("check", "capture") else "")
 
 
 def sentence(event: Event) -> str | None:

@@ -27,7 +27,7 @@ from kprof.run_model import Leg, Role
 class GateResult:
     fns: dict[tuple[int, int], Callable[[], None]] = field(default_factory=dict)  # (leg, buffer set) → call
     failed: dict[str, str] = field(default_factory=dict)  # leg → reason
-    baseline_outputs: list[dict[str, Any]] = field(default_factory=list)  # per buffer set
+    baseline_outputs: dict[int, dict[str, Any]] = field(default_factory=dict)  # buffer set → outputs
     launches: dict[str, list[Launch]] = field(default_factory=dict)  # leg → its launches (first set)
     no_ops: list[str] = field(default_factory=list)
 
@@ -90,14 +90,15 @@ def run_gate(ctx: CaseContext) -> GateResult:
     checks: list[dict[str, Any]] = []
     compile_rows: list[dict[str, Any]] = []
     w = ctx.workload
-    for k, state in enumerate(ctx.states):
+    first = min(ctx.states)
+    for k, state in ctx.states.items():
         ctx.at("baseline", "baseline")
         poison(w.outputs(state))
         w.reset(state)  # after poisoning: in-place state pools start from their initial contents
         w.launch(state, frozenset(), {})()
         sync(ctx.device)
-        out.baseline_outputs.append({name: t.clone() for name, t in w.outputs(state).items()})
-        reference = w.reference(state) if k == 0 else None
+        out.baseline_outputs[k] = {name: t.clone() for name, t in w.outputs(state).items()}
+        reference = w.reference(state) if k == first else None
         for li, leg in enumerate(ctx.legs):
             if leg.name in out.failed or not ctx.uses_set(li, k):
                 continue
@@ -109,7 +110,7 @@ def run_gate(ctx: CaseContext) -> GateResult:
                 fn = ctx.launch(leg, state)
                 poison(w.outputs(state))
                 w.reset(state)
-                if k == 0 and plant is None:
+                if k == first and plant is None:
                     out.launches[leg.name] = _first_call(ctx, leg, fn, compile_rows)
                 else:
                     fn()
@@ -126,9 +127,11 @@ def run_gate(ctx: CaseContext) -> GateResult:
                 continue
             out.fns[(li, k)] = fn
     out.no_ops = silent_no_ops(ctx.legs, out.launches)
-    for name in out.no_ops:
+    for name in out.no_ops if ctx.part_index == 0 else ():  # said once per case
         emit(event="no_op", case=ctx.case.name, leg=name)
-    ctx.folder.write_part("checks", ctx.case_index, None, pd.DataFrame(checks))
+    ctx.folder.write_part("checks", ctx.case_index, None, pd.DataFrame(checks), part=ctx.part_index)
+    if ctx.part_index > 0:  # the first process recorded the compiled kernels and their launches
+        return out
     if compile_rows:
         ctx.folder.write_part("compile", ctx.case_index, None, pd.DataFrame(compile_rows))
     launch_rows = [

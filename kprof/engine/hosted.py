@@ -253,7 +253,7 @@ class HostedCase:
                         kernel_time=self.kernel_time,
                         recapture=run.captures == "per-round",
                     )
-                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], times["label"])
+                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], times["label"], r == 0)
                 cond = base.ask("conditions")["conditions"]
                 if not clock_sagged(cond, clocks):
                     break

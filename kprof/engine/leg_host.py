@@ -72,7 +72,7 @@ class LegHost:
         ctx.setup()
         failed: dict[str, str] = {}
         launches: dict[str, list[dict[str, Any]]] = {}
-        for k, state in enumerate(ctx.states):
+        for k, state in ctx.states.items():
             if reference and k == 0:
                 save(w.reference(state), outputs_path(ctx.folder, ctx.case_index, "reference", 0))
             for li, leg in enumerate(ctx.legs):

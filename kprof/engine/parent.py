@@ -16,6 +16,7 @@ from pathlib import Path
 from kprof.engine.events import Event
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
+from kprof.engine.parts import case_parts
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
@@ -124,17 +125,40 @@ def run_case_workers(
     on_event: Callable[[Event], None],
     live: Workers,
 ) -> None:
-    """One case to its end: its worker, restarted without a leg that killed it (at most MAX_RESTARTS)."""
+    """One case to its end: its processes one after another (kprof.engine.parts), each restarted
+    without a leg that killed it (at most MAX_RESTARTS times)."""
     run = folder.read_run()
     case, baseline = run.case_names[index], run.baseline.name
     status = run.status(case)
     if status.status == "failed":
         folder.update_case(case, status="", reason="")
     skip = sorted(status.crashed_legs)
+    finished = set(folder.finished_rounds(index))
+    parts = case_parts(run.rounds, run.buffer_sets, run.processes)
+    pending = [p.index for p in parts if set(p.rounds) - finished] or [parts[-1].index]  # the last marks it done
+    for part in pending:
+        if not _run_part(folder, index, part, skip, env, on_event, live, baseline, case):
+            return
+
+
+def _run_part(
+    folder: RunFolder,
+    index: int,
+    part: int,
+    skip: list[str],
+    env: dict[str, str],
+    on_event: Callable[[Event], None],
+    live: Workers,
+    baseline: str,
+    case: str,
+) -> bool:
+    """One process of a case, restarted without a leg that killed it; whether the case goes on."""
     for _ in range(MAX_RESTARTS + 1):
-        code, reason = _worker(folder, index, skip, env, on_event, live)
-        if code == 0 or live.stopped:  # stopped: the run was interrupted, nothing is to blame
-            break
+        code, reason = _worker(folder, index, skip, part, env, on_event, live)
+        if live.stopped:  # the run was interrupted, nothing is to blame
+            return False
+        if code == 0:
+            return True
         progress = folder.root / f".progress-c{index:03d}.json"
         where = json.loads(progress.read_text()) if progress.exists() else {}
         leg = where.get("leg")
@@ -145,20 +169,22 @@ def run_case_workers(
             continue
         folder.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
         on_event({"event": "case_failed", "case": case, "reason": reason})
-        break
+        return False
+    return False
 
 
 def _worker(
     folder: RunFolder,
     index: int,
     skip: list[str],
+    part: int,
     env: dict[str, str],
     on_event: Callable[[Event], None],
     live: Workers,
 ) -> tuple[int, str]:
     """One worker process for case ``index``: its events as they come, its exit code and the last
     line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too."""
-    cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip)]
+    cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip), str(part)]
     log = folder.root / f".worker-c{index:03d}.log"
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))

@@ -1,6 +1,7 @@
 """The torch collector inside a run: every timed round once more under the PyTorch profiler, each
 (leg, round) in its own ``record_function`` range, so each kernel's device time comes out per leg
-(stage 1 and stage 2 of a split-K decode separately)."""
+(stage 1 and stage 2 of a split-K decode separately). Each of a case's processes profiles its own
+rounds, into a trace of its own."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def profile_case(ctx: CaseContext, captured: Captured) -> None:
     ctx.at("profile")
     plan = [
         [(ctx.legs[li].name, r, partial(timer.replay, (li, k))) for li, k in round_items(ctx, captured, order, r)]
-        for r, order in enumerate(orders_of(ctx, captured))
-        if r > 0
+        for r, order in orders_of(ctx, captured).items()
+        if not ctx.part.burn_in(r)
     ]
-    path = ctx.folder.root / "traces" / f"c{ctx.case_index:03d}.pt.trace.json.gz"
+    part = f"-p{ctx.part_index}" if ctx.part_index else ""
+    path = ctx.folder.root / "traces" / f"c{ctx.case_index:03d}{part}.pt.trace.json.gz"
     profile_rounds(path, plan, timer.flush.zero_)
-    ctx.folder.write_part("kernels", ctx.case_index, None, kernel_times(path, ctx.case.name))
+    ctx.folder.write_part("kernels", ctx.case_index, None, kernel_times(path, ctx.case.name), part=ctx.part_index)

@@ -69,6 +69,7 @@ class RunRequest:
     samples: int | None = None
     buffer_sets: int = 4
     buffers: str = "shared"
+    processes: int | None = None  # worker processes per case (None: 2 on a GPU for shared buffers, else 1)
     timer_mode: str = "auto"
     captures: str = "per-round"
     gpus: str | None = None  # all | N | 0,1
@@ -189,6 +190,7 @@ def plan_run(req: RunRequest) -> Run:
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     if req.dtype is not None and req.dtype not in DTYPES:
         raise KprofInputError("--dtype", f"{req.dtype!r} is not one of {', '.join(DTYPES)}")
+    processes = _processes(req, device)
     sweep = parse_sweep(req.sweep, workload)
     if req.sweep_baseline and sweep is None:
         raise KprofInputError("--sweep-baseline", "needs --sweep PARAM=v1,v2,…")
@@ -233,6 +235,7 @@ def plan_run(req: RunRequest) -> Run:
         samples=req.samples,
         buffer_sets=req.buffer_sets,
         buffers=req.buffers,
+        processes=processes,
         timer_mode=req.timer_mode,
         captures=req.captures,
         gpus=gpus,
@@ -248,6 +251,35 @@ def plan_run(req: RunRequest) -> Run:
         **git_state(),
         **revision_fields,
     )
+
+
+def _processes(req: RunRequest, device: str) -> int:
+    """Worker processes per case (kprof.engine.parts): two by default on a GPU, so that what one
+    process holds is in the interval; one where the protocol needs every set in one process (per-leg
+    buffers, planted spins sized and measured per process, revision legs that have hosts of their
+    own) and under the interpreter, whose times mean nothing."""
+    single = req.buffers == "per-leg" or bool(req.plants) or req.by_revision
+    if req.processes is None:
+        wanted = 1 if single or device == "cpu" else 2
+        return wanted if _fits(req, wanted) else 1
+    if req.processes < 1:
+        raise KprofInputError("--processes", "must be at least 1")
+    if req.processes > 1 and single:
+        raise KprofInputError(
+            "--processes", "only shared buffers without --plant or --revisions are split over processes"
+        )
+    if not _fits(req, req.processes):
+        raise KprofInputError(
+            "--processes",
+            f"{req.processes} processes need at least {req.processes} buffer sets and as many timed rounds "
+            f"per process as sets (have --buffer-sets {req.buffer_sets}, --rounds {req.rounds})",
+        )
+    return req.processes
+
+
+def _fits(req: RunRequest, processes: int) -> bool:
+    """Every process owns a buffer set and times each of its sets at least once."""
+    return req.buffer_sets >= processes and req.rounds // processes >= -(-req.buffer_sets // processes)
 
 
 def create_run(out: Path | None, req: RunRequest) -> RunFolder:

@@ -30,9 +30,12 @@ def clock_sagged(conditions: dict[str, Any], clocks: list[float]) -> bool:
     return sm is not None and bool(clocks) and sm < CLOCK_SAG * sorted(clocks)[len(clocks) // 2]
 
 
-def orders_of(ctx: CaseContext, captured: Captured) -> list[list[int]]:
-    """Leg order (indices into ``captured.timed``) for rounds 0 … R; round 0 is the burn-in."""
-    return round_orders(len(captured.timed), ctx.run.rounds + 1, ctx.run.seed + ctx.case_index)
+def orders_of(ctx: CaseContext, captured: Captured) -> dict[int, list[int]]:
+    """Leg order (indices into ``captured.timed``) for this process's rounds, from one balanced
+    design over all of the case's rounds (one burn-in round per process)."""
+    total = ctx.run.rounds + ctx.run.processes
+    orders = round_orders(len(captured.timed), total, ctx.run.seed + ctx.case_index)
+    return {r: orders[r] for r in ctx.part.rounds}
 
 
 def round_items(ctx: CaseContext, captured: Captured, order: list[int], r: int) -> list[Item]:
@@ -46,7 +49,9 @@ def capture_order(items: list[Item], seed: int, case_index: int, r: int) -> list
     return [items[i] for i in perm]
 
 
-def sample_rows(case: str, leg: str, r: int, k: int, slot: int, times: list[float], timer: str) -> list[dict[str, Any]]:
+def sample_rows(
+    case: str, leg: str, r: int, k: int, slot: int, times: list[float], timer: str, burn_in: bool
+) -> list[dict[str, Any]]:
     """One leg's cold samples of round r as rows of the samples table."""
     return [
         dict(
@@ -58,7 +63,7 @@ def sample_rows(case: str, leg: str, r: int, k: int, slot: int, times: list[floa
             slot=slot,
             time_ns=float(t),
             timer=timer,
-            burn_in=r == 0,
+            burn_in=burn_in,
         )
         for i, t in enumerate(times)
     ]
@@ -73,10 +78,13 @@ def store_round(
     attempt: int,
     conditions: dict[str, Any],
     checks: list[dict[str, Any]],
+    process: int | None = None,
 ) -> None:
-    """A finished round on disk: its samples, the clock readings (with the attempt) and race checks."""
+    """A finished round on disk: its samples, the clock readings (with the attempt and the process
+    that timed it) and race checks."""
     folder.write_part("samples", case_index, r, pd.DataFrame(samples))
-    folder.write_part("rounds", case_index, r, pd.DataFrame([dict(case=case, round=r, attempt=attempt, **conditions)]))
+    row = dict(case=case, round=r, attempt=attempt, process=process, **conditions)
+    folder.write_part("rounds", case_index, r, pd.DataFrame([row]))
     folder.write_part("checks", case_index, r, pd.DataFrame(checks))
 
 
@@ -103,10 +111,10 @@ def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) ->
 def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
     timer = ctx.timer
     assert timer is not None
-    rounds = ctx.run.rounds
+    last_round = ctx.run.rounds + ctx.run.processes - 1
     done = set(ctx.folder.finished_rounds(ctx.case_index))
     clocks: list[float] = []
-    for r, order in enumerate(orders_of(ctx, captured)):
+    for r, order in orders_of(ctx, captured).items():
         if r in done:
             continue
         items = round_items(ctx, captured, order, r)
@@ -124,7 +132,9 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
         rows = [
             row
             for slot, (li, k) in enumerate(items)
-            for row in sample_rows(ctx.case.name, ctx.legs[li].name, r, k, slot, times[(li, k)], timer.label)
+            for row in sample_rows(
+                ctx.case.name, ctx.legs[li].name, r, k, slot, times[(li, k)], timer.label, ctx.part.burn_in(r)
+            )
         ]
-        store_round(ctx.folder, ctx.case_index, ctx.case.name, r, rows, attempt, cond, checks)
-        emit(event="round", case=ctx.case.name, round=r, rounds=rounds)
+        store_round(ctx.folder, ctx.case_index, ctx.case.name, r, rows, attempt, cond, checks, ctx.part_index)
+        emit(event="round", case=ctx.case.name, round=r, rounds=last_round)

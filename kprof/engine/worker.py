@@ -1,9 +1,11 @@
-"""One case of a run, in its own process: setup → gate → capture → rounds → (profile).
+"""One case of a run (or one of its processes), in its own process: setup → gate → capture →
+rounds → (profile).
 
 Started by the parent (kprof.engine.parent) as ``python -m kprof.engine.worker RUN_DIR CASE
-[SKIP_JSON]``, so a leg that kills the GPU context takes down only this process: the parent
-records the failure and restarts the case without that leg. Progress goes to stdout as JSON lines;
-every finished round is on disk before the next starts.
+[SKIP_JSON [PART]]`` (PART: which of the case's processes, kprof.engine.parts), so a leg that kills
+the GPU context takes down only this process: the parent records the failure and restarts it
+without that leg. Progress goes to stdout as JSON lines; every finished round is on disk before the
+next starts.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ def record_timer(ctx: CaseContext) -> None:
     ctx.run, _ = record_device(ctx.folder, ctx.case.name, own_gpu(), describe)
 
 
-def run_case(root: Path, case_index: int, skip: set[str]) -> None:
-    ctx = CaseContext.open(RunFolder(root), case_index, skip)
+def run_case(root: Path, case_index: int, skip: set[str], part: int = 0) -> None:
+    ctx = CaseContext.open(RunFolder(root), case_index, skip, part)
     ctx.at("setup")
     ctx.setup()
     record_timer(ctx)
@@ -48,20 +50,26 @@ def run_case(root: Path, case_index: int, skip: set[str]) -> None:
     if base in gate.failed:  # nothing can be compared: say why in the case's one-line reason
         raise CaseFailed(f"the baseline leg {base!r} failed its check: {gate.failed[base]}")
     captured = capture(ctx, gate)
-    ctx.folder.update_case(
-        ctx.case.name,
-        samples=captured.samples,
-        failed=gate.failed,
-        no_op_legs=gate.no_ops,
-        legs_timed=[ctx.legs[li].name for li in captured.timed],
-        baseline_warmup_ns=captured.baseline_warmup_ns,
-        timer=ctx.timer.label,
-        **({"spin_ladder": captured.spin_ladder} if captured.spin_ladder else {}),
-    )
+    if part == 0:
+        ctx.folder.update_case(
+            ctx.case.name,
+            samples=captured.samples,
+            failed=gate.failed,
+            no_op_legs=gate.no_ops,
+            legs_timed=[ctx.legs[li].name for li in captured.timed],
+            baseline_warmup_ns=captured.baseline_warmup_ns,
+            timer=ctx.timer.label,
+            kernel_time=ctx.timer.kernel_time,
+            **({"spin_ladder": captured.spin_ladder} if captured.spin_ladder else {}),
+        )
+    elif gate.failed:  # a leg that fails on this process's sets is not reported from the others' rounds
+        earlier = ctx.folder.read_run().status(ctx.case.name).failed
+        ctx.folder.update_case(ctx.case.name, failed={**earlier, **gate.failed})
     run_rounds(ctx, gate, captured)
     if ctx.run.collector == "torch" and ctx.device != "cpu":
         profile_case(ctx, captured)
-    ctx.folder.update_case(ctx.case.name, status="done")
+    if ctx.last_part:
+        ctx.folder.update_case(ctx.case.name, status="done")
     ctx.done()
 
 
@@ -69,8 +77,9 @@ def main() -> None:
     die_with_parent()
     root, case_index = Path(sys.argv[1]), int(sys.argv[2])
     skip = set(json.loads(sys.argv[3])) if len(sys.argv) > 3 else set()
+    part = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     try:
-        run_case(root, case_index, skip)
+        run_case(root, case_index, skip, part)
     except CaseFailed as e:
         print(e, file=sys.stderr)  # the parent records the last line as the case's reason
         sys.exit(3)

@@ -115,12 +115,15 @@ class RunFolder:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def part_path(self, table: str, case_index: int, round_index: int | None) -> Path:
-        suffix = "pre" if round_index is None else f"r{round_index:04d}"
+    def part_path(self, table: str, case_index: int, round_index: int | None, part: int = 0) -> Path:
+        """A round's file, or (no round) what a case's process wrote before its rounds."""
+        suffix = ("pre" if part == 0 else f"pre-p{part}") if round_index is None else f"r{round_index:04d}"
         return self.root / table / f"c{case_index:03d}-{suffix}.parquet"
 
-    def write_part(self, table: str, case_index: int, round_index: int | None, frame: pd.DataFrame) -> None:
-        write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index))
+    def write_part(
+        self, table: str, case_index: int, round_index: int | None, frame: pd.DataFrame, part: int = 0
+    ) -> None:
+        write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index, part))
 
     def read(self, table: str, skip_damaged: bool = False) -> pd.DataFrame:
         """Every part of ``table``. A part that cannot be read (truncated, not parquet, unrelated

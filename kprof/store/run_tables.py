@@ -1,10 +1,13 @@
 """The parquet tables of a run folder: one declared schema each (columns, types, units).
 
-* ``samples/`` — one part per (case, round): every cold sample of every leg. ``round`` 0 is the
-  burn-in round; ``slot`` is the leg's position in the round's order; ``time_ns`` is what the
-  ``timer`` measured (device time, or the host clock on a CPU).
+* ``samples/`` — one part per (case, round): every cold sample of every leg. ``burn_in`` marks the
+  burn-in round (round 0, and the first round of each further process of a case); ``slot`` is the
+  leg's position in the round's order; ``time_ns`` is what the ``timer`` measured (device time, or
+  the host clock on a CPU).
 * ``rounds/`` — one part per (case, round): ``attempt`` (a round is redone when the SM clock sags)
-  and the clock, temperature, power and throttle readings taken after it (null where unknown).
+  and the clock, temperature, power and throttle readings taken after it (null where unknown);
+  ``process``: which of the case's worker processes timed it (``--processes``; each process's
+  first round is a burn-in).
 * ``checks/`` — correctness results: ``round`` −1 before timing, else the race check after that
   round; ``vs_baseline`` in ulp (bitwise/ulp rules) or relative error (tolerance rule);
   ``vs_reference`` the relative error against float64.
@@ -49,6 +52,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("temperature_c", _F64),
             ("power_w", _F64),
             ("throttle_reasons", _I64),
+            ("process", _I64),
         ]
     ),
     "checks": pa.schema(
