@@ -85,6 +85,7 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
     assert sorted(sets[0]) == [0, 2] and sorted(sets[1]) == [1, 3]
     assert len(pd.unique(store.read("checks").query("round == -1")["buffer_set"])) == 4  # both gates on disk
     report = json.loads(res.stdout)
+    assert report["processes"] == 2
     assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
     assert store.read_run().status(report["legs"][0]["case"]).status == "done"
 

@@ -104,13 +104,15 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     if summary is not None:
         table.notes.append(summary_line(summary))
         if summary.placements and "placement_pct" in rows:
-            table.notes.append(placement_line(summary.placements, rows["placement_pct"].fillna(0.0)))
+            spread = rows["placement_pct"].fillna(0.0)
+            table.notes.append(placement_line(summary.placements, spread, run.processes))
     return table
 
 
-def placement_line(placements: int, spread: pd.Series) -> str:
-    """What the rotation over buffer sets at varied offsets showed for a case's legs."""
-    head = f"placement: {placements} buffer sets at varied offsets; "
+def placement_line(placements: int, spread: pd.Series, processes: int = 1) -> str:
+    """What the rotation over buffer sets at varied offsets (in several processes) showed for a case's legs."""
+    where = f" in {processes} processes" if processes > 1 else ""
+    head = f"placement: {placements} buffer sets at varied offsets{where}; "
     if not (spread > 0).any():
         return head + "no leg's spread between sets is counted (none exceeds its rounds' noise)"
     return (
@@ -294,6 +296,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
     return {
         "timer": run.timer_label,
         "captures": run.captures,
+        "processes": run.processes,
         "workload": run.workload_name,
         "device": run.device,
         "legs": records(report.effects),
