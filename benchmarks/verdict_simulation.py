@@ -29,7 +29,7 @@ NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (16 scenarios)")
+    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (22 scenarios)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", default="", help="run only the scenarios whose name starts with this")
     a = p.parse_args()
@@ -55,6 +55,15 @@ def main() -> None:
         # pairs of independent runs: n // 4 pairs each
         "rerun_noisy_16": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng),
         "rerun_noisy_16_placement": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng, 0.004),
+        # every leg also shifted by the worker process that timed it (SD 0.2%), a case's sets dealt
+        # over 1, 2 or 4 processes (--processes)
+        **{
+            f"rerun_{name}_16_process_0.2_p{p}": (
+                lambda noise=noise, p=p: scenario_rerun([0.0, 2.0, 10.0], noise, 16, n // 4, rng, 0.0, 0.002, p)
+            )
+            for name, noise in (("quiet", QUIET), ("noisy", NOISY))
+            for p in (1, 2, 4)
+        },
     }
     out = {name: run() for name, run in scenarios.items() if name.startswith(a.only)}
     out["seconds"] = time.time() - t0

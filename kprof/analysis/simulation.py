@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis.run_effects import leg_effects
+from kprof.engine.parts import case_parts
 from kprof.run_model import Leg, Role
 
 BASE_NS = 100e3
@@ -136,11 +137,26 @@ def scenario_lone(
     return {"faster_rate": float(np.mean(found)), "interval_excludes_zero": float(np.mean(excludes))}
 
 
-def placed(effects: dict[str, float], sigma: float, rng: np.random.Generator) -> dict[str, list[float]] | None:
-    """A log effect per buffer set for every leg (baseline and A/A included), or None for sigma 0."""
-    if not sigma:
+def placed(
+    effects: dict[str, float],
+    sigma: float,
+    rng: np.random.Generator,
+    process_sigma: float = 0.0,
+    processes: int = 1,
+) -> dict[str, list[float]] | None:
+    """A log effect per buffer set for every leg (baseline and A/A included): where its buffers
+    lie (SD ``sigma`` per set) plus what the worker process holding the set adds (SD
+    ``process_sigma`` per process; the sets dealt to ``processes`` processes as a run deals them,
+    kprof.engine.parts). None when both are 0."""
+    if not sigma and not process_sigma:
         return None
-    return {n: list(rng.normal(0, sigma, SETS)) for n in ["baseline", "A/A", *effects]}
+    out = {n: rng.normal(0, sigma, SETS) for n in ["baseline", "A/A", *effects]}
+    if process_sigma:
+        owner = np.zeros(SETS, dtype=int)
+        for part in case_parts(SETS, SETS, processes):
+            owner[list(part.sets)] = part.index
+        out = {n: v + rng.normal(0, process_sigma, processes)[owner] for n, v in out.items()}
+    return {n: list(v) for n, v in out.items()}
 
 
 def scenario_coverage(
@@ -170,15 +186,24 @@ def scenario_coverage(
 
 
 def scenario_rerun(
-    true_pcts: list[float], noise: Noise, rounds: int, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+    true_pcts: list[float],
+    noise: Noise,
+    rounds: int,
+    runs: int,
+    rng: np.random.Generator,
+    placement_sigma: float = 0.0,
+    process_sigma: float = 0.0,
+    processes: int = 1,
 ) -> dict:
     """Pairs of independent runs of the same legs (fresh noise and, with ``placement_sigma``, buffers
-    placed anew in each run): how often one run's estimate lies inside the other's confidence
+    placed anew in each run; with ``process_sigma``, what each of the run's ``processes`` worker
+    processes adds to every leg): how often one run's estimate lies inside the other's confidence
     interval (about 83% for exact 95% intervals: both estimates vary) and inside its rerun interval."""
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
 
     def one_run() -> pd.DataFrame:
-        return run_once(effects, noise, rounds, 0.5, rng, placed(effects, placement_sigma, rng))[0].set_index("leg")
+        where = placed(effects, placement_sigma, rng, process_sigma, processes)
+        return run_once(effects, noise, rounds, 0.5, rng, where)[0].set_index("leg")
 
     in_ci = in_rerun = total = 0
     for _ in range(runs):
