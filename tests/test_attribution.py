@@ -91,6 +91,7 @@ def test_shapley_adds_up_to_the_total_in_every_round() -> None:
     assert np.allclose(sum(values[f"shapley|{f}"] for f in LEVERS), total)
 
 
+@pytest.mark.slow
 def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
     run = ROOT / "docs" / "runs" / "h200-2026-11-30" / "gdn_pr"
     runner = CliRunner()

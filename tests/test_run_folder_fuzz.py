@@ -48,7 +48,7 @@ def _mutate(folder: Path, which: int, how: int, where: float, data: bytes) -> st
     return f"{kind} {target.relative_to(folder)}"
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     which=st.integers(0, 10_000),
     how=st.integers(0, 3),
@@ -82,4 +82,4 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
 
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged folders the fuzz test tried (it runs first in this file)."""
-    report_fuzz_count(capsys, "run-folder", TRIED, 60)
+    report_fuzz_count(capsys, "run-folder", TRIED, 40)
