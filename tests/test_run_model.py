@@ -159,3 +159,19 @@ def test_a_run_folder_is_held_by_one_process(tmp_path: Path) -> None:
         execute(RunFolder(folder.root), lambda event: None)
     with folder.lock():  # released: it can be taken again
         pass
+
+
+def test_a_leg_that_failed_in_a_later_process_is_not_reported_from_earlier_rounds(tmp_path: Path) -> None:
+    """With a case in two processes, a leg can pass the first's gate, time its rounds, then fail
+    the second's check or take its worker down: its earlier rounds are not reported as an effect."""
+    legs = [
+        Leg("base", roles=frozenset({Role.BASELINE})),
+        Leg("fast", features=frozenset({"a"})),
+        Leg("odd", features=frozenset({"b"})),
+        Leg("gone", features=frozenset({"c"})),
+    ]
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: -0.05 * len(leg.features), features=("a", "b", "c"))
+    assert {"fast", "odd", "gone"} <= set(analyse_run(folder.root).effects["leg"])
+    folder.update_case("c", failed={"odd": "correctness: 3 of 64 elements differ"}, crashed_legs=["gone"])
+    effects = analyse_run(folder.root).effects
+    assert "fast" in set(effects["leg"]) and not {"odd", "gone"} & set(effects["leg"])

@@ -85,9 +85,10 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
 
 
 def without_failed_legs(samples: pd.DataFrame, run: Run) -> pd.DataFrame:
-    """A leg that failed its correctness check in any of a case's processes is not reported from
-    the rounds another process timed before (its outputs differ on some buffer set)."""
-    failed = {(case, leg) for case, status in run.case_status.items() for leg in status.failed}
+    """A leg that failed its correctness check, or took its worker down, in any of a case's
+    processes is not reported from the rounds another process timed before (its outputs differ on
+    some buffer set, or it cannot be run on them)."""
+    failed = {(case, leg) for case, status in run.case_status.items() for leg in (*status.failed, *status.crashed_legs)}
     if not failed or samples.empty:
         return samples
     keep = [key not in failed for key in zip(samples["case"], samples["leg"])]
