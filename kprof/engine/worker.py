@@ -41,7 +41,11 @@ def record_timer(ctx: CaseContext) -> None:
 
 
 def run_case(root: Path, case_index: int, skip: set[str], part: int = 0) -> None:
-    ctx = CaseContext.open(RunFolder(root), case_index, skip, part)
+    folder = RunFolder(root)
+    if part > 0:  # a leg the first process found wrong is not set up again
+        run = folder.read_run()
+        skip = skip | set(run.status(run.case_names[case_index]).failed)
+    ctx = CaseContext.open(folder, case_index, skip, part)
     ctx.at("setup")
     ctx.setup()
     record_timer(ctx)
