@@ -31,9 +31,8 @@ SMALL = [
     "1",
     "--buffer-sets",
     "2",
-    "--processes",
-    "1",
 ]
+ONE_PROCESS = ["--processes", "1"]  # `kprof run` on a GPU splits a case over two by default
 TIMER = "cuda-events" if HAS_GPU else "host-clock"
 
 
@@ -42,7 +41,7 @@ def test_a_run_stores_every_sample_round_by_round(tmp_path: Path) -> None:
     lines, every sample on disk by round and buffer set, checks, the JSON and markdown reports. The
     same with Triton levers is the slow test below."""
     out = tmp_path / "run"
-    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL]
+    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL, *ONE_PROCESS]
     args[args.index("b2")] = "64KiB"
     res = runner.invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -68,7 +67,7 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
     on its own buffer sets (so the process is inside the spread between sets), and the report reads
     them as one case."""
     out = tmp_path / "run"
-    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL]
+    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL, *ONE_PROCESS]
     args[args.index("b2")] = "64KiB"
     args[args.index("--processes") + 1] = "2"
     args[args.index("--buffer-sets") + 1] = "4"
@@ -91,7 +90,7 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
 
 
 def test_processes_that_cannot_be_split_are_refused(tmp_path: Path) -> None:
-    base = ["run", "paged_decode", "--out", str(tmp_path / "run"), *SMALL[:-2]]
+    base = ["run", "paged_decode", "--out", str(tmp_path / "run"), *SMALL]
     for extra, why in (
         (["--processes", "3"], "need at least 3 buffer sets"),
         (["--processes", "2", "--buffers", "per-leg"], "only shared buffers"),
@@ -106,7 +105,7 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     out = tmp_path / "run"
     res = runner.invoke(
         app,
-        ["run", "paged_decode", "--design", "endpoints", "--out", str(out), "--format", "json", *SMALL],
+        ["run", "paged_decode", "--design", "endpoints", "--out", str(out), "--format", "json", *SMALL, *ONE_PROCESS],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
@@ -144,7 +143,7 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL]
+    args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL, *ONE_PROCESS]
     assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
     store = RunStore(out)
     before = store.read("samples")
@@ -239,6 +238,7 @@ def test_bad_run_arguments_are_one_line_errors(tmp_path: Path) -> None:
 def test_sweep_legs_are_checked_with_the_float64_tolerance(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     args = ["run", "paged_decode", "--design", "endpoints", "--sweep", "num_splits=1,3", "--out", str(out), *SMALL]
+    args += ONE_PROCESS
     assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
     checks = RunStore(out).read("checks")
     sweep = checks[checks["leg"].str.contains("num_splits") & (checks["round"] == -1)]
