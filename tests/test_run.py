@@ -86,7 +86,17 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
     report = json.loads(res.stdout)
     assert report["processes"] == 2
     assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
-    assert store.read_run().status(report["legs"][0]["case"]).status == "done"
+    case = report["legs"][0]["case"]
+    assert store.read_run().status(case).status == "done"
+    # Interrupted in the second process: a resume runs that process alone, for its missing rounds.
+    for table in ("samples", "rounds"):
+        for r in (6, 7):
+            store.part_path(table, 0, r).unlink()
+    store.update_case(case, status="")
+    res = runner.invoke(app, ["run", "--resume", "--out", str(out), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "(process 2/2): setting up" in res.stderr and "(process 1/2)" not in res.stderr
+    assert sorted(store.read("rounds")["round"]) == list(range(8)) and store.read_run().status(case).status == "done"
 
 
 def test_processes_that_cannot_be_split_are_refused(tmp_path: Path) -> None:
