@@ -13,6 +13,7 @@ from fake_runs import write_run
 
 from conftest import ROOT
 from kprof.analysis.run_analysis import analyse_run
+from kprof.commands.compare import load_side
 from kprof.errors import KprofInputError
 from kprof.report.run_report import run_document
 from kprof.report.table import render_markdown
@@ -175,3 +176,5 @@ def test_a_leg_that_failed_in_a_later_process_is_not_reported_from_earlier_round
     folder.update_case("c", failed={"odd": "correctness: 3 of 64 elements differ"}, crashed_legs=["gone"])
     effects = analyse_run(folder.root).effects
     assert "fast" in set(effects["leg"]) and not {"odd", "gone"} & set(effects["leg"])
+    compared = load_side(folder.root, None).run_rounds  # `kprof compare` reads the same rounds
+    assert compared is not None and "fast" in set(compared["leg"]) and not {"odd", "gone"} & set(compared["leg"])

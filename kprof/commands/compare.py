@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kprof.analysis.compare import Comparison, Side, compare_sides, gate_failures, parse_gate
-from kprof.analysis.run_analysis import no_rounds_message
+from kprof.analysis.run_analysis import no_rounds_message, without_failed_legs
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
 from kprof.errors import KprofInputError
@@ -46,7 +46,7 @@ def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
         folder = RunFolder(path)
         run = folder.read_run()
-        samples = folder.read("samples")
+        samples = without_failed_legs(folder.read("samples"), run)
         if samples.empty:
             raise KprofInputError(path, no_rounds_message(run))
         return Side(str(path), "run", run_rounds=round_statistics(samples))
