@@ -103,5 +103,8 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
             if ctx.uses_set(li, k):
                 timer.prepare((li, k), with_spin(gate.fns[(li, k)], delay) if plant[0] == PLANT else delay)
     t_est = sorted(v[0] for v in est.values())[len(est) // 2] if est else 1.0
-    samples = chosen.samples if chosen is not None and chosen.samples else None
-    return Captured(timed, samples or samples_per_round(t_est, ctx.device, ctx.run.samples), t_base, spin_ladder)
+    if chosen is not None and chosen.samples:
+        samples = chosen.samples  # a later process times as many samples per round as the first
+    else:
+        samples = samples_per_round(t_est, ctx.device, ctx.run.samples)
+    return Captured(timed, samples, t_base, spin_ladder)
