@@ -62,17 +62,23 @@ def test_a_run_stores_every_sample_round_by_round(tmp_path: Path) -> None:
     assert "| baseline (A/A) |" in md.stdout and TIMER in md.stdout
 
 
-def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> None:
-    """--processes 2: each of two worker processes runs its own burn-in and half the timed rounds
-    on its own buffer sets (so the process is inside the spread between sets), and the report reads
-    them as one case."""
-    out = tmp_path / "run"
+def _two_process_run(out: Path):
+    """The copy workload, one case, 6 timed rounds over 4 buffer sets in two processes."""
     args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL, *ONE_PROCESS]
     args[args.index("b2")] = "64KiB"
     args[args.index("--processes") + 1] = "2"
     args[args.index("--buffer-sets") + 1] = "4"
     res = runner.invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
+    return res
+
+
+def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> None:
+    """--processes 2: each of two worker processes runs its own burn-in and half the timed rounds
+    on its own buffer sets (so the process is inside the spread between sets), and the report reads
+    them as one case."""
+    out = tmp_path / "run"
+    res = _two_process_run(out)
     assert any("(process 2/2): setting up buffers" in line for line in res.stderr.splitlines())
     store = RunStore(out)
     samples, rounds = store.read("samples"), store.read("rounds")
@@ -86,9 +92,15 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
     report = json.loads(res.stdout)
     assert report["processes"] == 2
     assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
-    case = report["legs"][0]["case"]
-    assert store.read_run().status(case).status == "done"
-    # Interrupted in the second process: a resume runs that process alone, for its missing rounds.
+    assert store.read_run().status(report["legs"][0]["case"]).status == "done"
+
+
+@pytest.mark.slow  # three worker processes in all (15 s)
+def test_a_two_process_case_interrupted_in_its_second_process_resumes_there(tmp_path: Path) -> None:
+    """Interrupted in the second process: a resume runs that process alone, for its missing rounds."""
+    out = tmp_path / "run"
+    case = json.loads(_two_process_run(out).stdout)["legs"][0]["case"]
+    store = RunStore(out)
     for table in ("samples", "rounds"):
         for r in (6, 7):
             store.part_path(table, 0, r).unlink()
