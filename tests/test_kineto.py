@@ -91,6 +91,22 @@ def test_small_pieces_give_the_same_table_as_one_piece(monkeypatch: pytest.Monke
     assert pieces.equals(whole)
 
 
+def test_pieces_are_decoded_in_place_in_one_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every piece but the last reaches the decoder as a view of the one reused buffer, not a copy."""
+    seen: list[object] = []
+    decode_piece = kineto_stream._decode_piece
+
+    def recording(path: Path, decode: object, data: object) -> object:
+        seen.append(data.obj if isinstance(data, memoryview) else type(data))
+        return decode_piece(path, decode, data)
+
+    monkeypatch.setattr(kineto_stream, "_decode_piece", recording)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 1 << 16)
+    load_trace(EAGER)
+    assert len(seen) > 10
+    assert all(isinstance(s, bytearray) for s in seen) and len({id(s) for s in seen}) == 1
+
+
 def test_events_out_of_order_and_no_metadata(tmp_path: Path) -> None:
     events = [
         {
@@ -228,14 +244,13 @@ def test_a_stretch_without_boundaries_is_read_in_linear_time(monkeypatch: pytest
     event = json.dumps({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2})
     path.write_bytes(b'{"traceEvents": [' + event.encode() + b"," + b" " * (8 << 20) + event.encode() + b"]}")
     searched = []
-    window = kineto_stream._Pending.window
+    last_boundary = kineto_stream._last_boundary
 
-    def counting(self: kineto_stream._Pending) -> tuple[bytes, int]:
-        out = window(self)
-        searched.append(len(out[0]))
-        return out
+    def counting(buf: bytearray, lo: int, hi: int, end: int) -> object:
+        searched.append(hi - lo)
+        return last_boundary(buf, lo, hi, end)
 
-    monkeypatch.setattr(kineto_stream._Pending, "window", counting)
+    monkeypatch.setattr(kineto_stream, "_last_boundary", counting)
     monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 1 << 16)
     assert len(kineto.load(path).events) == 2
     assert sum(searched) < 2 * path.stat().st_size

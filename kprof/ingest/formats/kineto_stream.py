@@ -360,13 +360,14 @@ MAX_EVENT_BYTES = 64 << 20
 _EARLIER_CUTS = 8  # cuts tried, last first, when one lands inside a string or a nested object
 
 
-def _last_boundary(buf: bytes, lo: int, hi: int) -> re.Match[bytes] | None:
-    """The last ``}, {`` event boundary starting in ``buf[lo:hi]`` (found from the end, by ``}``)."""
+def _last_boundary(buf: bytes | bytearray, lo: int, hi: int, end: int) -> re.Match[bytes] | None:
+    """The last ``}, {`` event boundary starting in ``buf[lo:hi]`` and ending by ``end`` (found from
+    the end, by ``}``)."""
     while hi > lo:
         pos = buf.rfind(b"}", lo, hi)
         if pos < 0:
             return None
-        m = _BOUNDARY.match(buf, pos)
+        m = _BOUNDARY.match(buf, pos, end)
         if m is not None:
             return m
         hi = pos
@@ -377,7 +378,7 @@ class _CutInside(Exception):
     """A piece ended inside an event (a ``}, {`` within a string or a nested list): cut earlier."""
 
 
-def _decode_piece(path: Path, decode: Callable[[bytes], Any], data: bytes) -> Any:
+def _decode_piece(path: Path, decode: Callable[[Any], Any], data: Any) -> Any:
     try:
         return decode(data)
     except msgspec.ValidationError as err:
@@ -388,41 +389,65 @@ def _decode_piece(path: Path, decode: Callable[[bytes], Any], data: bytes) -> An
         raise KprofInputError(path, f"malformed JSON: {err}") from None
 
 
-@dataclass
-class _Pending:
-    """Bytes read but not yet decoded, kept as a list of chunks so that a long stretch without a
-    boundary costs linear time: only the newest chunk (and a few bytes before it) is searched."""
+_OPEN_ARRAY = ord("[")
 
-    parts: list[bytes] = field(default_factory=list)
-    size: int = 0
-    searched: int = 0  # boundaries before this offset have been looked for already
-    events_at: int = -1  # offset of "traceEvents" (object form): no cut may come before it
+
+class _Pending:
+    """Bytes read but not yet decoded, in one buffer that is reused piece after piece.
+
+    Byte 0 is spare: it becomes the ``[`` that opens a piece of events, and the piece's closing
+    bracket is written over the byte after its last event (and put back after), so every piece is
+    decoded in place through a memoryview: a file is copied once, into this buffer, not once per
+    step. The buffer is never resized in place (decoded ``args`` still point into it while their
+    piece is taken); a larger one replaces it. ``searched`` keeps a long stretch without a boundary
+    linear: only bytes added since the last search (and a few before them) are searched again.
+    """
+
+    def __init__(self) -> None:
+        self.buf = bytearray(2 * PIECE_BYTES + _BOUNDARY_REACH)
+        self.size = 1  # the bytes held are buf[1:size]
+        self.searched = 1  # boundaries before this offset have been looked for already
+        self.events_at = -1  # offset of "traceEvents" (object form): no cut may come before it
+
+    @property
+    def held(self) -> int:
+        return self.size - 1
 
     def add(self, chunk: bytes) -> None:
-        self.parts.append(chunk)
+        need = self.size + len(chunk) + 2  # room for a closing "]}" after the last byte
+        if need > len(self.buf):
+            grown = bytearray(max(need, 2 * len(self.buf)))
+            grown[: self.size] = memoryview(self.buf)[: self.size]
+            self.buf = grown
+        self.buf[self.size : self.size + len(chunk)] = chunk
         self.size += len(chunk)
 
-    def window(self) -> tuple[bytes, int]:
-        """The unsearched bytes and a little before them, and that window's offset."""
-        start = max(self.searched - _BOUNDARY_REACH, 0)
-        tail, offset, need = [], self.size, self.size - start
-        for part in reversed(self.parts):
-            if need <= 0:
-                break
-            take = part[-need:] if need < len(part) else part
-            tail.append(take)
-            offset -= len(take)
-            need -= len(take)
-        return b"".join(reversed(tail)), offset
+    def search_from(self) -> int:
+        """Where a search of the bytes added since the last one starts (a boundary or key may
+        straddle the two)."""
+        return max(self.searched - _BOUNDARY_REACH, 1)
 
-    def joined(self) -> bytes:
-        data = b"".join(self.parts)
-        self.parts = [data]
-        return data
+    def decode(self, path: Path, decode: Callable[[Any], Any], end: int, closing: bytes, events: bool) -> Any:
+        """Decode the held bytes up to ``end`` with ``closing`` after them, opened by ``[`` when
+        ``events`` (a piece of the events array) or as they are (the document's head)."""
+        buf, stop = self.buf, end + len(closing)
+        saved = bytes(buf[end:stop])
+        buf[end:stop] = closing
+        if events:
+            buf[0] = _OPEN_ARRAY
+        try:
+            return _decode_piece(path, decode, memoryview(buf)[0 if events else 1 : stop])
+        finally:
+            buf[end:stop] = saved
 
-    def keep_from(self, data: bytes, start: int) -> None:
-        rest = data[start:]
-        self.parts, self.size, self.searched = [rest], len(rest), 0
+    def rest(self) -> bytes:
+        return bytes(memoryview(self.buf)[1 : self.size])
+
+    def keep_from(self, start: int) -> None:
+        """Move the bytes from ``start`` (the next event's ``{``) to the front."""
+        rest = self.buf[start : self.size]
+        self.buf[1 : 1 + len(rest)] = rest
+        self.size, self.searched = 1 + len(rest), 1
         self.events_at = -1  # the document's head is decoded: later cuts have no floor
 
 
@@ -442,25 +467,23 @@ def _stream(path: Path, collector: EventBuffer, recover: bool, dec: _Decoders, o
                 raise KprofInputError(path, "not JSON (expected a Kineto trace object)")
             array_form = chunk[:1] == b"["
         pending.add(chunk)
-        window, offset = pending.window()
-        if first and not array_form and pending.events_at < 0:
-            found = window.find(_EVENTS_KEY)
-            if found >= 0:
-                pending.events_at = offset + found
+        lo = pending.search_from()
         pending.searched = pending.size
         if first and not array_form and pending.events_at < 0:
-            _check_size(path, pending)
-            continue
-        lo = max(pending.events_at - offset, 0) if first and not array_form else 0
-        cut = _last_boundary(window, lo, len(window))
+            found = pending.buf.find(_EVENTS_KEY, lo, pending.size)
+            if found < 0:
+                _check_size(path, pending)
+                continue
+            pending.events_at = found
+        floor = pending.events_at if first and not array_form else 0
+        cut = _last_boundary(pending.buf, max(lo, floor), pending.size, pending.size)
         if cut is None:
             _check_size(path, pending)
             continue
-        data = pending.joined()
-        first = _take_piece(path, collector, data, offset + cut.start(), array_form, first, dec, pending)
+        first = _take_piece(path, collector, cut.start(), array_form, first, dec, pending)
     if array_form is None:
         raise KprofInputError(path, "holds only whitespace")
-    data = pending.joined()
+    data = pending.rest()
     if first and not array_form and _EVENTS_KEY not in data:
         raise KprofInputError(path, "a JSON object without traceEvents: not a Kineto trace")
     opening = b"" if first else (b"[" if array_form else b'{"traceEvents":[')
@@ -470,40 +493,40 @@ def _stream(path: Path, collector: EventBuffer, recover: bool, dec: _Decoders, o
 def _take_piece(
     path: Path,
     collector: EventBuffer,
-    data: bytes,
     cut: int,
     array_form: bool,
     first: bool,
     dec: _Decoders,
     pending: _Pending,
 ) -> bool:
-    """Decode ``data`` up to the boundary at ``cut`` (or an earlier one, when that cut lies inside an
-    event) and keep the rest pending; returns whether the document's head is still to come."""
-    floor = max(pending.events_at, 0)
+    """Decode the held bytes up to the boundary at ``cut`` (or an earlier one, when that cut lies
+    inside an event) and keep the rest pending; returns whether the document's head is still to come."""
+    floor = max(pending.events_at, 1)
     for _ in range(_EARLIER_CUTS):
         end = cut + 1  # just after the "}" that closes the last whole event
         try:
             if first:
                 closing = b"]" if array_form else b"]}"
-                _take_document(collector, _decode_piece(path, _decoder_for(dec, array_form), data[:end] + closing))
+                head = pending.decode(path, _decoder_for(dec, array_form), end, closing, events=False)
+                _take_document(collector, head)
             else:
-                collector.take(_decode_piece(path, dec.events, b"[" + data[:end] + b"]"))
+                collector.take(pending.decode(path, dec.events, end, b"]", events=True))
         except _CutInside:
-            earlier = _last_boundary(data, floor, cut)
+            earlier = _last_boundary(pending.buf, floor, cut, pending.size)
             if earlier is None:
                 break
             cut = earlier.start()
             continue
-        rest = _BOUNDARY.match(data, cut)
+        rest = _BOUNDARY.match(pending.buf, cut, pending.size)
         assert rest is not None
-        pending.keep_from(data, rest.end() - 1)
+        pending.keep_from(rest.end() - 1)
         return False
     _check_size(path, pending)  # no cut decodes yet: wait for the next boundary
     return first
 
 
 def _check_size(path: Path, pending: _Pending) -> None:
-    if pending.size > MAX_EVENT_BYTES:
+    if pending.held > MAX_EVENT_BYTES:
         raise KprofInputError(
             path,
             f"no complete event within {MAX_EVENT_BYTES >> 20} MiB (a single event that large, or not a Kineto trace)",
@@ -520,6 +543,10 @@ def _take_document(collector: EventBuffer, doc: Document | list[_Event]) -> None
         return
     collector.take(doc.traceEvents)
     doc.traceEvents = []
+    for name in ("distributedInfo", "deviceProperties"):  # kept: let go of the piece's buffer
+        value = getattr(doc, name)
+        if isinstance(value, msgspec.Raw):
+            setattr(doc, name, value.copy())
     if collector.top is None:
         collector.top = doc
     else:  # keys after the events array (older Kineto writes baseTimeNanoseconds last)
