@@ -64,9 +64,8 @@ def test_a_run_stores_every_sample_round_by_round(tmp_path: Path) -> None:
 
 def _two_process_run(out: Path):
     """The copy workload, one case, 6 timed rounds over 4 buffer sets in two processes."""
-    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL, *ONE_PROCESS]
+    args = ["run", "copy", "--out", str(out), "--format", "json", *SMALL, "--processes", "2"]
     args[args.index("b2")] = "64KiB"
-    args[args.index("--processes") + 1] = "2"
     args[args.index("--buffer-sets") + 1] = "4"
     res = runner.invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
