@@ -199,7 +199,9 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     # made on its own thread.
     is_gpu = (r["domain"] == "gpu").to_numpy(bool)
     lane = np.where(is_gpu, r["device"].to_numpy("int64"), -1)
-    for (gpu, dev, tid), sub in r.groupby([is_gpu, lane, r["tid"].to_numpy("int64")], sort=False):
+    keys = [pd.Series(v, index=r.index) for v in (is_gpu, lane, r["tid"].to_numpy("int64"))]  # not arrays: a
+    # bare array as a key is first looked up as a column, and the failed look-up prints it
+    for (gpu, dev, tid), sub in r.groupby(keys, sort=False):
         sel = ((device == dev) & (stream == tid)) if gpu else (tids == tid)
         pts = starts_k[sel] if gpu else points_cpu[sel]
         pos = r.index.get_indexer(sub.index)

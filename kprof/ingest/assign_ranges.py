@@ -54,10 +54,12 @@ def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def _lane_keys(events: pd.DataFrame, gpu_ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """One int key per (device, stream): Kineto writes a ``gpu_user_annotation`` on the stream (its
     ``tid``) whose work it spans, so a GPU range may only hold kernels of its own stream."""
-    ev = pd.MultiIndex.from_arrays([events["device"].astype("int64"), events["stream"].fillna(-1).astype("int64")])
-    rg = pd.MultiIndex.from_arrays([gpu_ranges["device"].astype("int64"), gpu_ranges["tid"].astype("int64")])
-    codes, _ = pd.factorize(ev.append(rg))
-    return codes[: len(ev)].astype(np.int64), codes[len(ev) :].astype(np.int64)
+    device = np.concatenate([events["device"].to_numpy("int64"), gpu_ranges["device"].to_numpy("int64")])
+    stream = np.concatenate([events["stream"].fillna(-1).to_numpy("int64"), gpu_ranges["tid"].to_numpy("int64")])
+    streams, stream_codes = np.unique(stream, return_inverse=True)
+    _, device_codes = np.unique(device, return_inverse=True)
+    codes = device_codes.astype(np.int64) * len(streams) + stream_codes
+    return codes[: len(events)], codes[len(events) :]
 
 
 def _assign(
