@@ -28,10 +28,10 @@ KEPT = rb'"cat": ?"(?:kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|user
 PEAK = """
 import json, resource, sys, time
 from pathlib import Path
-from kprof.ingest.formats import kineto_stream as ks
+from kprof.ingest.formats import kineto_events as ke, kineto_stream as ks
 ks.PIECE_BYTES = {piece}
 t0 = time.perf_counter()
-ks.collect(Path({path!r}), False, ks.FAST, None)
+ks.collect(Path({path!r}), False, ke.FAST, None)
 print(json.dumps({{"seconds": time.perf_counter() - t0,
                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    "pandas_imported": "pandas" in sys.modules}}))
@@ -61,7 +61,7 @@ def main() -> None:
         code = PEAK.format(piece=piece, path=str(args.trace))
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         out[f"kprof streaming decode, {piece >> 20} MiB pieces, no pandas"] = json.loads(res.stdout)
-    from kprof.ingest.formats.kineto_stream import _Event
+    from kprof.ingest.formats.kineto_events import Event
 
     data = args.trace.read_bytes()
     start = data.index(b"[", data.index(b'"traceEvents"'))
@@ -72,7 +72,7 @@ def main() -> None:
         "regex: the categories kprof keeps": lambda: len(re.findall(KEPT, events)),
         "msgspec: every event as a raw slice": lambda: msgspec.json.decode(events, type=list[msgspec.Raw]),
         "msgspec: every event, cat only": lambda: msgspec.json.decode(events, type=list[CategoryOnly]),
-        "msgspec: every event, kprof's fields": lambda: msgspec.json.decode(events, type=list[_Event]),
+        "msgspec: every event, kprof's fields": lambda: msgspec.json.decode(events, type=list[Event]),
     }
     out["mb"] = round(mb, 1)
     for name, work in passes.items():

@@ -69,6 +69,31 @@ def stream_chunks(
         yield from _inflate(raw, path, size, total, None if allow_truncated else truncated, on_progress)
 
 
+def stream_into(
+    path: Path,
+    room: Callable[[int], memoryview],
+    size: int,
+    allow_truncated: bool = False,
+    on_progress: Progress | None = None,
+    truncated: str = TRUNCATED_GZIP,
+) -> Iterator[int]:
+    """As ``stream_chunks``, but each chunk is written into ``room(n)`` (a view of the caller's
+    buffer, ``n`` bytes long) and only its length is yielded: a plain file is read straight into
+    that buffer (unbuffered ``readinto``), with no copy on the way."""
+    if is_gzip(path):
+        for chunk in stream_chunks(path, size, allow_truncated, on_progress, truncated):
+            room(len(chunk))[:] = chunk
+            yield len(chunk)
+        return
+    check_file(path)
+    total = path.stat().st_size
+    with path.open("rb", buffering=0) as raw:
+        while n := raw.readinto(room(size)):
+            if on_progress:
+                on_progress(raw.tell(), total)
+            yield n
+
+
 def _inflate(
     raw: BinaryIO, path: Path, size: int, total: int, truncated: str | None, on_progress: Progress | None
 ) -> Iterator[bytes]:

@@ -14,19 +14,20 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.ingest.formats.kineto_stream import (
+from kprof.ingest.formats.kineto_events import (
     EXACT,
     FAST,
+    GPU_KIND_NAMES,
     NULL_INT,
     DistributedInfo,
     Document,
     EventBuffer,
     InexactTimes,
     TimeOutOfRange,
-    collect,
     decode_optional,
     joined,
 )
+from kprof.ingest.formats.kineto_stream import collect
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
@@ -78,7 +79,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
         warnings.append("file is truncated: kept every complete event, dropped the unfinished one")
     if c.skipped:
         warnings.append(f"{c.skipped} GPU or range events without ts/dur were skipped")
-    if not c.gpu_name:
+    if not c.gpu_rows:
         warnings.append(_no_device_activity(c))
     dist = decode_optional(DistributedInfo, top.distributedInfo)
     file_rank = dist.rank if dist is not None else None
@@ -113,11 +114,13 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
         grids[axis] = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
     shared = np.where(g["shared"] != NULL_INT, g["shared"], from_launch(lc["shared"]))
 
-    raw_names, name_codes = np.unique(np.array(c.gpu_name, dtype=object), return_inverse=True)
+    used, name_ids = np.unique(joined(c.gpu_name), return_inverse=True)
+    raw_names, remap = np.unique(np.array([c.names[i] for i in used.tolist()], dtype=object), return_inverse=True)
+    name_codes = remap[name_ids]
     demangled = demangle_all(raw_names.tolist())
     full_names = [demangled.get(n, n) for n in raw_names.tolist()]
     full = _categorical(name_codes, full_names)
-    kinds = pd.Categorical(c.gpu_kind)
+    kinds = pd.Categorical(np.array(GPU_KIND_NAMES, dtype=object)[joined(c.gpu_kind, np.int8)])
     # Copies and memsets keep their names; kernels get the short C++-less form.
     is_kernel_name = np.zeros(len(raw_names), dtype=bool)
     is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
@@ -162,12 +165,21 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
         rank,
         "unix_ns (Kineto: CPU and CUPTI/roctracer timestamps in one epoch domain)",
         ts_generation="relative to baseTimeNanoseconds" if top.baseTimeNanoseconds else "epoch microseconds",
-        ts_decoding="exact decimal" if c.exact else "float64, checked exact to the ns",
+        ts_decoding=_ts_decoding(c),
         world_size=dist.world_size if dist is not None else None,
     )
     if file_rank is not None:
         meta["rank_source"] = "distributedInfo"
     return Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
+
+
+def _ts_decoding(c: EventBuffer) -> str:
+    """How the times were read: msgspec's (exact decimals, or float64 checked exact to the ns) and,
+    for the pieces the compiled scanner read, their decimal digits straight to ns."""
+    text = "exact decimal" if c.exact else "float64, checked exact to the ns"
+    if not c.pieces_scanned:
+        return text
+    return f"decimal digits to ns (compiled scanner) in {c.pieces_scanned} pieces, {text} in the rest"
 
 
 # Host-side categories every profiled program has: naming them would not explain an empty trace.

@@ -1,0 +1,670 @@
+/* One pass over a piece of a Kineto traceEvents array ("[" events "]"), in C: the events kprof
+ * keeps (GPU activities, runtime launches, annotation and ProfilerStep ranges) become fixed-width
+ * int64 records; every other event is only validated and skipped, never turned into Python
+ * objects. Times are read from their decimal digits straight to integer ns (exact).
+ *
+ * The scanner never decides an error: on anything it does not handle exactly as kprof's msgspec
+ * path would (malformed or truncated JSON, an unexpected type, an escaped key or category, a time
+ * with more than 3 decimals or an exponent, an integer beyond int64) it answers FALLBACK and the
+ * caller decodes the same piece with msgspec, which keeps, or reports, exactly as before.
+ *
+ * The record layout (R_* below) is mirrored by kprof/ingest/formats/kineto_scan.py.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NULL_INT INT64_MIN
+
+enum {
+    R_KIND, R_NAME, R_FLAGS,
+    R_PID, R_PID_LEN, R_TID, R_TID_LEN,
+    R_TS, R_DUR,
+    R_DEVICE, R_STREAM, R_STREAM_LEN, R_CORRELATION, R_REGISTERS, R_SHARED,
+    R_GRID_X, R_GRID_Y, R_GRID_Z, R_BLOCK_X, R_BLOCK_Y, R_BLOCK_Z,
+    R_FIELDS
+};
+enum { K_KERNEL = 1, K_MEMCPY, K_MEMSET, K_LAUNCH, K_CPU_RANGE, K_GPU_RANGE };
+enum {
+    F_PID_STRING = 2, F_TID_STRING = 4, F_STREAM_STRING = 8,
+    F_PID_NULL = 16, F_TID_NULL = 32,
+};
+#define MAX_CATEGORIES 64
+
+typedef struct {
+    const char *p, *end, *base;
+} Cursor;
+
+typedef struct { const char *s; Py_ssize_t n; } Span; /* s == NULL: absent */
+
+/* The distinct names of a piece (exact: equal hashes are compared byte for byte), so that Python
+ * turns each distinct name into text once rather than once per event. */
+typedef struct {
+    uint64_t hash;
+    int64_t id;
+} Slot;
+
+typedef struct {
+    Slot *slots;   /* open addressing, id -1: empty */
+    int64_t *list; /* offset, length, escaped of each distinct name, first seen first */
+    Py_ssize_t n, cap;
+} Names;
+
+typedef struct {
+    int64_t *rows;
+    Py_ssize_t n, cap;
+    Names names;
+    int64_t cats[MAX_CATEGORIES][3]; /* offset, length, count of each other category, first seen first */
+    int ncats;
+    int64_t skipped;
+} Out;
+
+static unsigned char plain_string_byte[256]; /* 1: a byte that cannot end or escape a string */
+
+static void init_tables(void) {
+    for (int c = 0; c < 256; c++) plain_string_byte[c] = (c >= 0x20 && c != '"' && c != '\\');
+}
+
+static inline void skip_ws(Cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
+}
+
+static inline int is_hex(char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+/* At the opening quote: the string's content as a span; *escaped tells whether it has escapes. */
+static int read_string(Cursor *c, Span *out, int *escaped) {
+    const char *p = c->p + 1, *end = c->end;
+    *escaped = 0;
+    for (;;) {
+        /* eight bytes at a time while none of them can end or escape the string (SWAR: a byte
+         * equal to '"' or '\\', or below 0x20, sets its high bit in `stop`) */
+        while (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            uint64_t quote = w ^ 0x2222222222222222ull, slash = w ^ 0x5c5c5c5c5c5c5c5cull;
+            uint64_t stop = ((quote - 0x0101010101010101ull) & ~quote) | ((slash - 0x0101010101010101ull) & ~slash) |
+                            ((w - 0x2020202020202020ull) & ~w);
+            if (stop & 0x8080808080808080ull) break;
+            p += 8;
+        }
+        while (p < end && plain_string_byte[(unsigned char)*p]) p++;
+        if (p >= end) return 0;
+        if (*p == '"') break;
+        if (*p != '\\') return 0; /* a control character: not JSON */
+        *escaped = 1;
+        if (p + 1 >= end) return 0;
+        switch (p[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            p += 2;
+            break;
+        case 'u':
+            if (p + 6 > end || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return 0;
+            p += 6;
+            break;
+        default:
+            return 0;
+        }
+    }
+    out->s = c->p + 1;
+    out->n = p - out->s;
+    c->p = p + 1;
+    return 1;
+}
+
+/* A JSON number's extent, checked against the grammar; *integral: no fraction and no exponent. */
+static int skip_number(Cursor *c, int *integral) {
+    const char *p = c->p, *end = c->end;
+    *integral = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return 0;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        return 0;
+    }
+    if (p < end && *p == '.') {
+        *integral = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return 0;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        *integral = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return 0;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p >= end) return 0; /* a number is never the last byte of a piece */
+    c->p = p;
+    return 1;
+}
+
+static int skip_literal(Cursor *c, const char *word, Py_ssize_t n) {
+    if (c->end - c->p < n || memcmp(c->p, word, n) != 0) return 0;
+    c->p += n;
+    return 1;
+}
+
+static int skip_value(Cursor *c, int depth);
+
+static int skip_container(Cursor *c, int depth, char close) {
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 1;
+    }
+    for (;;) {
+        if (close == '}') {
+            Span key;
+            int escaped;
+            if (c->p >= c->end || *c->p != '"' || !read_string(c, &key, &escaped)) return 0;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':') return 0;
+            c->p++;
+            skip_ws(c);
+        }
+        if (!skip_value(c, depth + 1)) return 0;
+        skip_ws(c);
+        if (c->p >= c->end) return 0;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p != close) return 0;
+        c->p++;
+        return 1;
+    }
+}
+
+static int skip_value(Cursor *c, int depth) {
+    if (c->p >= c->end || depth > 64) return 0;
+    Span s;
+    int flag;
+    switch (*c->p) {
+    case '"': return read_string(c, &s, &flag);
+    case '{': return skip_container(c, depth, '}');
+    case '[': return skip_container(c, depth, ']');
+    case 't': return skip_literal(c, "true", 4);
+    case 'f': return skip_literal(c, "false", 5);
+    case 'n': return skip_literal(c, "null", 4);
+    default: return skip_number(c, &flag);
+    }
+}
+
+static inline int span_is(Span s, const char *word, Py_ssize_t n) {
+    return s.s != NULL && s.n == n && memcmp(s.s, word, n) == 0;
+}
+#define IS(span, lit) span_is((span), (lit), (Py_ssize_t)sizeof(lit) - 1)
+
+/* A value span holding a JSON integer → int64; 0 when it is not one kprof can take exactly. */
+static int parse_int(Span v, int64_t *out) {
+    const char *p = v.s, *end = v.s + v.n;
+    int negative = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= end) return 0;
+    uint64_t x = 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9') return 0;
+        if (x > (UINT64_MAX - 9) / 10) return 0;
+        x = x * 10 + (uint64_t)(*p - '0');
+    }
+    if (negative ? x > (uint64_t)INT64_MAX : x > (uint64_t)INT64_MAX) return 0; /* INT64_MIN is NULL_INT */
+    *out = negative ? -(int64_t)x : (int64_t)x;
+    return 1;
+}
+
+/* Microseconds as written (integer or up to 3 decimals, more only if zero) → ns, exactly. */
+#define MAX_US (INT64_MAX / 1000 - 1)
+static int parse_time(Span v, int64_t *ns) {
+    const char *p = v.s, *end = v.s + v.n;
+    int negative = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    int64_t whole = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (whole > MAX_US) return 0;
+        whole = whole * 10 + (*p - '0');
+    }
+    if (whole > MAX_US) return 0;
+    int64_t frac = 0;
+    int digits = 0;
+    if (p < end && *p == '.') {
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++, digits++) {
+            if (digits < 3) frac = frac * 10 + (*p - '0');
+            else if (*p != '0') return 0; /* below the ns: the msgspec path rounds it */
+        }
+    }
+    if (p != end) return 0; /* an exponent */
+    for (; digits < 3; digits++) frac *= 10;
+    int64_t x = whole * 1000 + frac;
+    *ns = negative ? -x : x;
+    return 1;
+}
+
+typedef struct {
+    Span ph, cat, name, pid, tid, ts, dur, args;
+    char pid_type, tid_type, ts_type, dur_type, args_type; /* first byte of each value, 0 if absent */
+    int name_escaped, pid_escaped, tid_escaped;
+} Event;
+
+/* Read one value of the event's object: known keys keep their span, others are skipped. */
+static int read_member(Cursor *c, Event *e) {
+    Span key;
+    int escaped;
+    if (c->p >= c->end || *c->p != '"' || !read_string(c, &key, &escaped)) return 0;
+    if (escaped) return 0; /* an escaped key might spell a known one */
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p >= c->end) return 0;
+    char first = *c->p;
+    const char *start = c->p;
+    Span *slot = NULL;
+    char *type = NULL;
+    int *esc = NULL;
+    int value_escaped = 0;
+    if (IS(key, "ph")) slot = &e->ph;
+    else if (IS(key, "cat")) slot = &e->cat;
+    else if (IS(key, "name")) slot = &e->name, esc = &e->name_escaped;
+    else if (IS(key, "pid")) slot = &e->pid, type = &e->pid_type, esc = &e->pid_escaped;
+    else if (IS(key, "tid")) slot = &e->tid, type = &e->tid_type, esc = &e->tid_escaped;
+    else if (IS(key, "ts")) slot = &e->ts, type = &e->ts_type;
+    else if (IS(key, "dur")) slot = &e->dur, type = &e->dur_type;
+    else if (IS(key, "args")) slot = &e->args, type = &e->args_type;
+    if (slot == NULL) return skip_value(c, 1);
+    if (first == '"') {
+        Span s;
+        if (!read_string(c, &s, &value_escaped)) return 0;
+        if (value_escaped && (slot == &e->ph || slot == &e->cat)) return 0; /* compared as raw bytes */
+        *slot = s;
+        if (esc) *esc = value_escaped;
+    } else {
+        if (slot == &e->ph || slot == &e->cat || slot == &e->name) return 0; /* str fields: a type error */
+        if (!skip_value(c, 1)) return 0;
+        slot->s = start;
+        slot->n = c->p - start;
+    }
+    if (type) *type = first;
+    return 1;
+}
+
+/* The args object of a kept event: its integer fields, grid and block. */
+static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
+    if (e->args.s == NULL || e->args_type == 'n') return 1;
+    if (e->args_type != '{') return 0;
+    Cursor c = {e->args.s + 1, e->args.s + e->args.n, base};
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == '}') return 1;
+    for (;;) {
+        Span key, v;
+        int escaped;
+        if (c.p >= c.end || *c.p != '"' || !read_string(&c, &key, &escaped) || escaped) return 0;
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != ':') return 0;
+        c.p++;
+        skip_ws(&c);
+        if (c.p >= c.end) return 0;
+        char first = *c.p;
+        const char *start = c.p;
+        int field = -1, axes = -1;
+        if (IS(key, "correlation")) field = R_CORRELATION;
+        else if (IS(key, "shared memory")) field = R_SHARED;
+        else if (gpu && IS(key, "device")) field = R_DEVICE;
+        else if (gpu && IS(key, "registers per thread")) field = R_REGISTERS;
+        else if (gpu && IS(key, "stream")) field = R_STREAM;
+        else if (gpu && IS(key, "grid")) axes = R_GRID_X;
+        else if (gpu && IS(key, "block")) axes = R_BLOCK_X;
+        if (field == R_STREAM && first == '"') {
+            if (!read_string(&c, &v, &escaped) || escaped) return 0;
+            row[R_FLAGS] |= F_STREAM_STRING;
+            row[R_STREAM] = v.s - base;
+            row[R_STREAM_LEN] = v.n;
+        } else if (field >= 0) {
+            int integral;
+            if (first == 'n') {
+                if (!skip_literal(&c, "null", 4)) return 0;
+                row[field] = NULL_INT;
+            } else {
+                if (!skip_number(&c, &integral) || !integral) return 0;
+                v.s = start;
+                v.n = c.p - start;
+                if (!parse_int(v, &row[field])) return 0;
+            }
+            if (field == R_STREAM) row[R_FLAGS] &= ~F_STREAM_STRING;
+        } else if (axes >= 0) {
+            int64_t vals[3] = {NULL_INT, NULL_INT, NULL_INT};
+            int count = 0;
+            if (first == 'n') {
+                if (!skip_literal(&c, "null", 4)) return 0;
+            } else {
+                if (first != '[') return 0;
+                c.p++;
+                skip_ws(&c);
+                if (c.p < c.end && *c.p == ']') {
+                    c.p++;
+                } else {
+                    for (;;) {
+                        int integral;
+                        int64_t x;
+                        start = c.p;
+                        if (!skip_number(&c, &integral) || !integral) return 0;
+                        v.s = start;
+                        v.n = c.p - start;
+                        if (!parse_int(v, &x)) return 0;
+                        if (count < 3) vals[count] = x;
+                        count++;
+                        skip_ws(&c);
+                        if (c.p < c.end && *c.p == ',') {
+                            c.p++;
+                            skip_ws(&c);
+                            continue;
+                        }
+                        if (c.p >= c.end || *c.p != ']') return 0;
+                        c.p++;
+                        break;
+                    }
+                }
+            }
+            for (int i = 0; i < 3; i++) row[axes + i] = count == 3 ? vals[i] : NULL_INT;
+        } else if (!skip_value(&c, 2)) {
+            return 0;
+        }
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            skip_ws(&c);
+            continue;
+        }
+        return c.p < c.end && *c.p == '}' && c.p + 1 == c.end;
+    }
+}
+
+static int category_kind(Span cat) {
+    if (IS(cat, "kernel") || IS(cat, "Kernel")) return K_KERNEL;
+    if (IS(cat, "gpu_memcpy") || IS(cat, "Memcpy")) return K_MEMCPY;
+    if (IS(cat, "gpu_memset") || IS(cat, "Memset")) return K_MEMSET;
+    if (IS(cat, "cuda_runtime") || IS(cat, "cuda_driver") || IS(cat, "Runtime") || IS(cat, "Driver")) return K_LAUNCH;
+    if (IS(cat, "user_annotation")) return K_CPU_RANGE;
+    if (IS(cat, "gpu_user_annotation")) return K_GPU_RANGE;
+    return 0;
+}
+
+static int count_category(Out *out, Span cat, const char *base) {
+    for (int i = 0; i < out->ncats; i++) {
+        if (out->cats[i][1] == cat.n && memcmp(base + out->cats[i][0], cat.s, cat.n) == 0) {
+            out->cats[i][2]++;
+            return 1;
+        }
+    }
+    if (out->ncats == MAX_CATEGORIES) return 0;
+    out->cats[out->ncats][0] = cat.s - base;
+    out->cats[out->ncats][1] = cat.n;
+    out->cats[out->ncats][2] = 1;
+    out->ncats++;
+    return 1;
+}
+
+static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; n > 0; s++, n--) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static int names_grow(Names *t, const char *base) {
+    Py_ssize_t cap = t->cap ? 2 * t->cap : 1024;
+    Slot *slots = malloc((size_t)cap * sizeof(Slot));
+    int64_t *list = realloc(t->list, (size_t)cap * 3 * sizeof(int64_t));
+    if (slots == NULL || list == NULL) {
+        free(slots);
+        if (list) t->list = list;
+        return 0;
+    }
+    t->list = list;
+    for (Py_ssize_t i = 0; i < cap; i++) slots[i].id = -1;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        uint64_t h = hash_bytes(base + list[3 * i], list[3 * i + 1]);
+        Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(cap - 1));
+        while (slots[j].id >= 0) j = (j + 1) & (cap - 1);
+        slots[j].hash = h;
+        slots[j].id = i;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 1;
+}
+
+/* The id of a name span (its first occurrence's), or -1 when out of memory. */
+static int64_t name_id(Names *t, const char *s, Py_ssize_t n, int escaped, const char *base) {
+    if (2 * (t->n + 1) > t->cap && !names_grow(t, base)) return -1;
+    uint64_t h = hash_bytes(s, n);
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->cap - 1));
+    for (; t->slots[j].id >= 0; j = (j + 1) & (t->cap - 1)) {
+        int64_t *known = t->list + 3 * t->slots[j].id;
+        if (t->slots[j].hash == h && known[1] == n && memcmp(base + known[0], s, n) == 0) return t->slots[j].id;
+    }
+    int64_t id = t->n++;
+    t->slots[j].hash = h;
+    t->slots[j].id = id;
+    t->list[3 * id] = s - base;
+    t->list[3 * id + 1] = n;
+    t->list[3 * id + 2] = escaped;
+    return id;
+}
+
+static int64_t *new_row(Out *out) {
+    if (out->n == out->cap) {
+        Py_ssize_t cap = out->cap ? 2 * out->cap : 4096;
+        int64_t *rows = realloc(out->rows, (size_t)cap * R_FIELDS * sizeof(int64_t));
+        if (rows == NULL) return NULL;
+        out->rows = rows;
+        out->cap = cap;
+    }
+    int64_t *row = out->rows + out->n * R_FIELDS;
+    for (int i = 0; i < R_FIELDS; i++) row[i] = NULL_INT;
+    row[R_FLAGS] = 0;
+    return row;
+}
+
+static void set_id(int64_t *row, Span v, char type, int escaped, int value_field, int string_flag, int null_flag,
+                   const char *base, int *ok) {
+    if (v.s == NULL || type == 'n') {
+        row[R_FLAGS] |= null_flag;
+    } else if (type == '"') {
+        if (escaped) *ok = 0;
+        row[R_FLAGS] |= string_flag;
+        row[value_field] = v.s - base;
+        row[value_field + 1] = v.n;
+    } else if (!parse_int(v, &row[value_field])) {
+        *ok = 0;
+    }
+}
+
+/* Values of the typed fields that the msgspec path would refuse: fall back so it reports them. */
+static int types_ok(const Event *e) {
+    if (e->pid_type && e->pid_type != '"' && e->pid_type != 'n' && e->pid_type != '-' &&
+        !(e->pid_type >= '0' && e->pid_type <= '9'))
+        return 0;
+    if (e->tid_type && e->tid_type != '"' && e->tid_type != 'n' && e->tid_type != '-' &&
+        !(e->tid_type >= '0' && e->tid_type <= '9'))
+        return 0;
+    if (e->ts_type && e->ts_type != 'n' && e->ts_type != '-' && !(e->ts_type >= '0' && e->ts_type <= '9')) return 0;
+    if (e->dur_type && e->dur_type != 'n' && e->dur_type != '-' && !(e->dur_type >= '0' && e->dur_type <= '9'))
+        return 0;
+    return 1;
+}
+
+static int is_integral(Span v) {
+    for (Py_ssize_t i = 0; i < v.n; i++)
+        if (v.s[i] == '.' || v.s[i] == 'e' || v.s[i] == 'E') return 0;
+    return 1;
+}
+
+static int take_event(Out *out, const Event *e, const char *base) {
+    if (!types_ok(e)) return 0;
+    /* pid/tid are int | str | None: a float there is a type error on the msgspec path */
+    if (e->pid.s && e->pid_type != '"' && e->pid_type != 'n' && !is_integral(e->pid)) return 0;
+    if (e->tid.s && e->tid_type != '"' && e->tid_type != 'n' && !is_integral(e->tid)) return 0;
+    if (!IS(e->ph, "X")) return 1;
+    int kind = category_kind(e->cat);
+    if (kind == 0) {
+        if (e->name_escaped) return 0; /* "ProfilerStep#" behind escapes: let msgspec read the name */
+        if (e->name.s && e->name.n >= 13 && memcmp(e->name.s, "ProfilerStep#", 13) == 0) {
+            kind = K_CPU_RANGE;
+        } else {
+            Span cat = e->cat;
+            if (cat.s == NULL) cat.s = base, cat.n = 0;
+            return count_category(out, cat, base);
+        }
+    }
+    int has_ts = e->ts.s != NULL && e->ts_type != 'n';
+    int has_dur = e->dur.s != NULL && e->dur_type != 'n';
+    if (kind == K_LAUNCH) {
+        if (!has_ts) return 1;
+    } else if (!has_ts || !has_dur) {
+        out->skipped++;
+        return 1;
+    }
+    int64_t *row = new_row(out);
+    if (row == NULL) return -1;
+    int ok = 1;
+    row[R_KIND] = kind;
+    /* an absent name is the empty default, as on the msgspec path */
+    row[R_NAME] = e->name.s ? name_id(&out->names, e->name.s, e->name.n, e->name_escaped, base)
+                            : name_id(&out->names, base, 0, 0, base);
+    if (row[R_NAME] < 0) return -1;
+    set_id(row, e->pid, e->pid_type, e->pid_escaped, R_PID, F_PID_STRING, F_PID_NULL, base, &ok);
+    set_id(row, e->tid, e->tid_type, e->tid_escaped, R_TID, F_TID_STRING, F_TID_NULL, base, &ok);
+    if (!parse_time(e->ts, &row[R_TS])) ok = 0;
+    if (kind != K_LAUNCH && !parse_time(e->dur, &row[R_DUR])) ok = 0;
+    if (kind == K_LAUNCH || kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) {
+        if (!read_args(e, row, base, kind != K_LAUNCH)) ok = 0;
+    }
+    out->n++;
+    return ok;
+}
+
+/* 1: done; 0: fall back to msgspec; -1: out of memory. */
+static int scan_events(const char *buf, Py_ssize_t len, Out *out) {
+    Cursor c = {buf, buf + len, buf};
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p != '[') return 0;
+    c.p++;
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ']') {
+        c.p++;
+    } else {
+        for (;;) {
+            if (c.p >= c.end || *c.p != '{') return 0;
+            Event e;
+            memset(&e, 0, sizeof e);
+            c.p++;
+            skip_ws(&c);
+            if (c.p < c.end && *c.p == '}') {
+                c.p++;
+            } else {
+                for (;;) {
+                    if (!read_member(&c, &e)) return 0;
+                    skip_ws(&c);
+                    if (c.p < c.end && *c.p == ',') {
+                        c.p++;
+                        skip_ws(&c);
+                        continue;
+                    }
+                    if (c.p >= c.end || *c.p != '}') return 0;
+                    c.p++;
+                    break;
+                }
+            }
+            int taken = take_event(out, &e, buf);
+            if (taken <= 0) return taken;
+            skip_ws(&c);
+            if (c.p < c.end && *c.p == ',') {
+                c.p++;
+                skip_ws(&c);
+                continue;
+            }
+            if (c.p >= c.end || *c.p != ']') return 0;
+            c.p++;
+            break;
+        }
+    }
+    skip_ws(&c);
+    return c.p == c.end;
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(piece) -> (records, names, categories, skipped) or None\n\n"
+             "piece: a bytes-like '[' events ']'. records: bytes of int64 rows of the kept events;\n"
+             "names: bytes of int64 (offset, length, escaped) of each distinct name the rows point to;\n"
+             "categories: bytes of int64 (offset, length, count) of the other categories of 'X' events;\n"
+             "skipped: kept-kind events without ts/dur. None: decode this piece with msgspec instead.");
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Out out;
+    memset(&out, 0, sizeof out);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = scan_events((const char *)view.buf, view.len, &out);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (status < 0) {
+        PyErr_NoMemory();
+    } else if (status == 0) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = Py_BuildValue("(y#y#y#L)", out.rows ? (const char *)out.rows : "",
+                               (Py_ssize_t)(out.n * R_FIELDS * sizeof(int64_t)),
+                               out.names.list ? (const char *)out.names.list : "",
+                               (Py_ssize_t)(out.names.n * 3 * sizeof(int64_t)), (const char *)out.cats,
+                               (Py_ssize_t)(out.ncats * 3 * sizeof(int64_t)), (long long)out.skipped);
+    }
+    free(out.rows);
+    free(out.names.slots);
+    free(out.names.list);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_O, scan_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kineto_scan", "Compiled scanner of Kineto traceEvents pieces.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    init_tables();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "FIELDS", R_FIELDS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,219 @@
+"""The compiled Kineto scanner keeps exactly what the msgspec path keeps: on the project's traces, on
+the real traces of others, and on generated documents with every odd type, spacing and escape,
+read a piece at a time and scanned ahead in worker threads; where it cannot, msgspec decides."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import REAL, TRACES
+from kprof.errors import KprofInputError
+from kprof.ingest.formats import kineto_events, kineto_scan, kineto_stream
+from kprof.ingest.formats.kineto_events import EXACT, FAST, EventBuffer, InexactTimes, joined
+
+needs_scanner = pytest.mark.skipif(not kineto_scan.AVAILABLE, reason="the C scanner is not built here")
+
+
+def test_the_scanner_is_built_where_ci_installs_kprof() -> None:
+    """CI installs kprof with a C compiler: a missing extension there is a broken build, not a fallback."""
+    if not os.environ.get("CI"):
+        pytest.skip("only CI promises a C compiler")
+    assert kineto_scan.AVAILABLE
+
+
+def _collect(path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> EventBuffer:
+    """``mode``: "msgspec" (no scanner), "piecewise" (scanner, a piece at a time) or "ahead"."""
+    monkeypatch.setenv("KPROF_NO_SCANNER", "1" if mode == "msgspec" else "0")
+    monkeypatch.setattr(kineto_stream, "SCAN_WORKERS", 2 if mode == "ahead" else 1)
+    try:
+        return kineto_stream.collect(path, False, FAST, None)
+    except InexactTimes:
+        return kineto_stream.collect(path, False, EXACT, None)
+
+
+def _kept(c: EventBuffer) -> dict[str, Any]:
+    """Everything a buffer hands to the tables, in comparable form."""
+    ranges = np.concatenate(c.range_times, axis=1) if c.range_times else np.zeros((2, 0), np.int64)
+    top = c.top
+    return {
+        "names": [c.names[i] for i in joined(c.gpu_name).tolist()],
+        "kinds": joined(c.gpu_kind, np.int8).tolist(),
+        **{f"gpu.{k}": joined(v).tolist() for k, v in c.gpu_ints.items()},
+        **{f"launch.{k}": joined(v, bool if k == "work_items" else np.int64).tolist() for k, v in c.launch.items()},
+        "ranges": c.ranges,
+        "range_times": ranges.tolist(),
+        "skipped": c.skipped,
+        "launch_calls": c.launch_calls,
+        "other_categories": c.other_categories,
+        "string_ids": c.string_ids,
+        "base": top.baseTimeNanoseconds if top else None,
+        "distributed": bytes(top.distributedInfo) if top else None,
+    }
+
+
+def _outcome(path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Any]:
+    try:
+        return "kept", _kept(_collect(path, mode, monkeypatch))
+    except KprofInputError as err:
+        return "error", str(err)
+    except kineto_events.TimeOutOfRange:
+        return "error", "out of range"
+
+
+@needs_scanner
+@pytest.mark.parametrize("piece", [1 << 12, 1 << 16])
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*.json.gz")), ids=lambda p: p.name)
+def test_scanner_keeps_what_msgspec_keeps_on_recorded_traces(
+    path: Path, piece: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", piece)
+    reference = _collect(path, "msgspec", monkeypatch)
+    assert reference.pieces_scanned == 0 and reference.gpu_rows > 0
+    for mode in ("piecewise", "ahead"):
+        scanned = _collect(path, mode, monkeypatch)
+        assert scanned.pieces_scanned >= 3 and scanned.pieces_decoded == 0  # the scanner did the work
+        assert _kept(scanned) == _kept(reference), mode
+
+
+@needs_scanner
+@pytest.mark.skipif(not REAL.is_dir(), reason="real traces of others are not in this checkout")
+def test_scanner_keeps_what_msgspec_keeps_on_real_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 1 << 16)
+    paths = [p for p in sorted(REAL.glob("*.json*")) if not p.name.startswith("rocprofv3")]
+    assert len(paths) > 10
+    for path in paths:
+        reference = _outcome(path, "msgspec", monkeypatch)
+        assert _outcome(path, "ahead", monkeypatch) == reference, path.name
+
+
+def test_pieces_the_scanner_cannot_read_go_to_msgspec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece with a time finer than 1 ns (or an exponent) is read by msgspec, exactly as before;
+    scanned ahead, the file is read again a piece at a time."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 1000 + i, "dur": 2, "args": {}}
+        for i in range(400)
+    ]
+    text = json.dumps({"traceEvents": events}, indent=1)
+    text = text.replace('"ts": 1300', '"ts": 1300.0004').replace('"ts": 1350', '"ts": 1.35e3')
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 2048)
+    reference = _collect(path, "msgspec", monkeypatch)
+    piecewise = _collect(path, "piecewise", monkeypatch)
+    assert piecewise.pieces_decoded >= 1 and piecewise.pieces_scanned > 5
+    assert _kept(piecewise) == _kept(reference)
+    assert _kept(_collect(path, "ahead", monkeypatch)) == _kept(reference)
+
+
+# Generated documents: every field kprof reads, in each type it may come in; ``odd`` adds values
+# msgspec refuses (there the scanner must hand over, and the error must read as before).
+_names = st.one_of(
+    st.sampled_from(["ProfilerStep#3", "cudaLaunchKernel", "hipModuleLaunchKernel", "gemm", "", "step"]),
+    st.text(max_size=12),
+)
+_decimals = st.builds(lambda a, b: f"{a}.{b}", st.integers(0, 10**13), st.sampled_from(["0", "5", "25", "125", "1250"]))
+_times = st.one_of(st.integers(-(10**6), 10**15).map(str), _decimals, _decimals, st.just("null"))
+_ids = st.one_of(st.integers(-5, 2**40).map(str), st.sampled_from(['"Spans"', '"stream 7"', '"7"', "null"]))
+_ints = st.one_of(st.integers(-(2**63) + 1, 2**63 - 1).map(str), st.just("null"))
+_axes = st.one_of(
+    st.lists(st.integers(0, 2**31).map(str), max_size=4).map(lambda xs: "[" + ",".join(xs) + "]"),
+    st.just("null"),
+)
+_ARG_VALUES = {
+    "device": _ints,
+    "stream": st.one_of(_ints, st.sampled_from(['"0x10"', '"s"'])),
+    "correlation": _ints,
+    "registers per thread": _ints,
+    "shared memory": _ints,
+    "grid": _axes,
+    "block": _axes,
+    "External id": _ints,
+    "note": st.sampled_from(['"}, {"', '[{"cat": "kernel"}, {}]', '{"a": [1, {"b": null}]}', '"\\u00e9\\n"']),
+}
+_CATEGORIES = ["kernel", "Kernel", "gpu_memcpy", "Memset", "cuda_runtime", "Driver", "user_annotation"]
+_CATEGORIES += ["gpu_user_annotation", "cpu_op", "ac2g", ""]
+_ODD = {
+    "ph": st.just("null"),
+    "ts": st.sampled_from(['"12"', "1e3", "0.0001", "true", "9223372036854775807"]),
+    "dur": st.sampled_from(['"12"', "2E1", "1.00001"]),
+    "pid": st.just("1.5"),
+    "tid": st.just("{}"),
+    "device": st.sampled_from(["2.0", '"3"', str(2**64)]),
+    "correlation": st.sampled_from(['"3"', str(-(2**63))]),
+    "grid": st.just("[1, null, 1]"),
+}
+
+
+def _odd(strategy: st.SearchStrategy[str], key: str, odd: bool) -> st.SearchStrategy[str]:
+    return st.one_of(strategy, _ODD[key]) if odd and key in _ODD else strategy
+
+
+@st.composite
+def _args(draw: st.DrawFn, odd: bool) -> str:
+    kind = draw(st.sampled_from(["object", "object", "object", "null", "absent"] + (["list"] if odd else [])))
+    if kind != "object":
+        return {"null": "null", "absent": "", "list": "[1]"}[kind]
+    keys = draw(st.lists(st.sampled_from(sorted(_ARG_VALUES)), unique=True, max_size=6))
+    return "{" + ", ".join(f"{json.dumps(k)}: {draw(_odd(_ARG_VALUES[k], k, odd))}" for k in keys) + "}"
+
+
+@st.composite
+def _event(draw: st.DrawFn, odd: bool) -> str:
+    fields = {
+        "ph": st.sampled_from(['"X"', '"X"', '"X"', '"X"', '"i"', '"M"']),
+        "cat": st.sampled_from([json.dumps(c) for c in _CATEGORIES] + ['"ker\\u006eel"']),
+        "name": _names.map(json.dumps),
+        "pid": _ids,
+        "tid": _ids,
+        "ts": _times,
+        "dur": _times,
+    }
+    missing = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, max_size=2))
+    chosen = [k for k in fields if k not in missing]
+    members = [f'"{k}":{draw(st.sampled_from(["", " "]))}{draw(_odd(fields[k], k, odd))}' for k in chosen]
+    args = draw(_args(odd))
+    if args:
+        members.append(f'"args": {args}')
+    members = draw(st.permutations(members))
+    return "{" + draw(st.sampled_from([",", ", ", ",\n    "])).join(members) + "}"
+
+
+def _agree(events: list[str], sep: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Any]:
+    path = folder / "trace.json"
+    path.write_text('{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + '], "baseTimeNanoseconds": 5}')
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 192)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference
+    return reference
+
+
+_SEPARATORS = st.sampled_from([",", ",\n  ", " , "])
+_GENERATED = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@needs_scanner
+@_GENERATED
+@given(events=st.lists(_event(odd=False), min_size=3, max_size=40), sep=_SEPARATORS)
+def test_scanner_keeps_what_msgspec_keeps_on_generated_documents(
+    events: list[str], sep: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome, _ = _agree(events, sep, tmp_path_factory.mktemp("gen"), monkeypatch)
+    assert outcome == "kept"
+
+
+@needs_scanner
+@_GENERATED
+@given(events=st.lists(_event(odd=True), min_size=1, max_size=40), sep=_SEPARATORS)
+def test_scanner_hands_odd_documents_to_msgspec(
+    events: list[str], sep: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _agree(events, sep, tmp_path_factory.mktemp("gen"), monkeypatch)
