@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from kprof.analysis.trace_tables import NS_PER_US, TraceTables
@@ -24,10 +25,10 @@ def collective_calls(events: pd.DataFrame) -> pd.DataFrame:
     """Each NCCL/RCCL kernel call of one rank, numbered per kernel name in time order."""
     if not len(events):
         return pd.DataFrame(columns=COLLECTIVE_COLUMNS)
-    short = events["short_name"].astype(str)
-    is_collective = (events["kind"] == "kernel").to_numpy(bool) & short.str.lower().str.contains(
-        "|".join(COLLECTIVE_MARKERS)
-    ).to_numpy(bool)
+    short = events["short_name"].astype("category")  # each distinct name tested once, not each call
+    codes = short.cat.codes.to_numpy()
+    named = np.asarray(short.cat.categories.astype(str).str.lower().str.contains("|".join(COLLECTIVE_MARKERS)), bool)
+    is_collective = (events["kind"] == "kernel").to_numpy(bool) & (codes >= 0) & named[np.maximum(codes, 0)]
     calls = events.loc[is_collective, ["short_name", "start_ns", "dur_ns"]].sort_values("start_ns", kind="stable")
     out = pd.DataFrame(
         {
