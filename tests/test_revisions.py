@@ -171,6 +171,7 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     assert "double the work" in md and shas["double"] in md
 
 
+@pytest.mark.slow  # three revisions built and timed under the interpreter (13 s)
 def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path) -> None:
     repo, shas = history
     (repo / "wl.py").write_text((repo / "wl.py").read_text().replace("REPEATS = 8", "REPEATS = 16"))

@@ -72,6 +72,7 @@ def _two_process_run(out: Path):
     return res
 
 
+@pytest.mark.slow  # two runs of two processes each (11 s)
 def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> None:
     """--processes 2: each of two worker processes runs its own burn-in and half the timed rounds
     on its own buffer sets (so the process is inside the spread between sets), and the report reads
@@ -303,6 +304,7 @@ WORKLOAD = Scale()
 '''
 
 
+@pytest.mark.slow  # a whole run with a leg that crashes, under the interpreter (12 s)
 def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     path = tmp_path / "my_workload.py"
     path.write_text(USER_WORKLOAD)

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from fake_runs import write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -48,6 +49,7 @@ def _mutate(folder: Path, which: int, how: int, where: float, data: bytes) -> st
     return f"{kind} {target.relative_to(folder)}"
 
 
+@pytest.mark.slow  # 40 damaged run folders, each analysed and reported (20 s)
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     which=st.integers(0, 10_000),
