@@ -3,8 +3,8 @@
 Times, on one file's ``traceEvents`` array held in memory, the passes any ingest built on these
 libraries must make or could make instead: one C-speed scan of the bytes, a regex search for the
 categories kprof keeps, msgspec decoding every event as raw slices / as a struct with only ``cat``
-/ as the struct kprof decodes, and the peak memory of kprof's streaming decode without pandas at
-two piece sizes. Run it on the file given to ``benchmarks/ingest_vs_hta.py`` to see how much of
+/ as the struct kprof decodes, kprof's compiled scanner on the whole array in one thread, and the
+peak memory of kprof's streaming decode without pandas at two piece sizes. Run it on the file given to ``benchmarks/ingest_vs_hta.py`` to see how much of
 ``kprof trace``'s time is the decode itself.
 
     python benchmarks/decode_floor.py /tmp/eager_120mb.json
@@ -61,6 +61,7 @@ def main() -> None:
         code = PEAK.format(piece=piece, path=str(args.trace))
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         out[f"kprof streaming decode, {piece >> 20} MiB pieces, no pandas"] = json.loads(res.stdout)
+    from kprof.ingest.formats import kineto_scan
     from kprof.ingest.formats.kineto_events import Event
 
     data = args.trace.read_bytes()
@@ -74,6 +75,8 @@ def main() -> None:
         "msgspec: every event, cat only": lambda: msgspec.json.decode(events, type=list[CategoryOnly]),
         "msgspec: every event, kprof's fields": lambda: msgspec.json.decode(events, type=list[Event]),
     }
+    if kineto_scan.AVAILABLE:  # one thread, the whole array as one piece
+        passes["compiled scanner: every event, kept rows"] = lambda: kineto_scan.scan(events)
     out["mb"] = round(mb, 1)
     for name, work in passes.items():
         seconds = best_of(args.runs, work)
