@@ -152,36 +152,53 @@ static int skip_literal(Cursor *c, const char *word, Py_ssize_t n) {
     return 1;
 }
 
-static int skip_value(Cursor *c, int depth);
-
-static int skip_container(Cursor *c, int depth, char close) {
+/* At a container's opening bracket: step inside; 1 when it is empty (and stepped over). */
+static int open_is_empty(Cursor *c, char close) {
     c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == close) {
         c->p++;
         return 1;
     }
-    for (;;) {
-        if (close == '}') {
-            Span key;
-            int escaped;
-            if (c->p >= c->end || *c->p != '"' || !read_string(c, &key, &escaped)) return 0;
-            skip_ws(c);
-            if (c->p >= c->end || *c->p != ':') return 0;
-            c->p++;
-            skip_ws(c);
-        }
-        if (!skip_value(c, depth + 1)) return 0;
-        skip_ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p != close) return 0;
+    return 0;
+}
+
+/* After a member or element: 1 when another follows (its comma stepped over), 0 when the container
+ * closed (stepped over), -1 when neither (not JSON). */
+static int next_item(Cursor *c, char close) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ',') {
         c->p++;
+        skip_ws(c);
         return 1;
+    }
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
+/* A member's key and the colon after it; the cursor is left at the value. */
+static int read_key(Cursor *c, Span *key, int *escaped) {
+    if (c->p >= c->end || *c->p != '"' || !read_string(c, key, escaped)) return 0;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return 0;
+    c->p++;
+    skip_ws(c);
+    return c->p < c->end;
+}
+
+static int skip_value(Cursor *c, int depth);
+
+static int skip_container(Cursor *c, int depth, char close) {
+    if (open_is_empty(c, close)) return 1;
+    for (;;) {
+        Span key;
+        int escaped, more;
+        if (close == '}' && !read_key(c, &key, &escaped)) return 0;
+        if (!skip_value(c, depth + 1)) return 0;
+        if ((more = next_item(c, close)) <= 0) return more == 0;
     }
 }
 
@@ -265,13 +282,7 @@ typedef struct {
 static int read_member(Cursor *c, Event *e) {
     Span key;
     int escaped;
-    if (c->p >= c->end || *c->p != '"' || !read_string(c, &key, &escaped)) return 0;
-    if (escaped) return 0; /* an escaped key might spell a known one */
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != ':') return 0;
-    c->p++;
-    skip_ws(c);
-    if (c->p >= c->end) return 0;
+    if (!read_key(c, &key, &escaped) || escaped) return 0; /* an escaped key might spell a known one */
     char first = *c->p;
     const char *start = c->p;
     Span *slot = NULL;
@@ -307,18 +318,12 @@ static int read_member(Cursor *c, Event *e) {
 static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
     if (e->args.s == NULL || e->args_type == 'n') return 1;
     if (e->args_type != '{') return 0;
-    Cursor c = {e->args.s + 1, e->args.s + e->args.n, base};
-    skip_ws(&c);
-    if (c.p < c.end && *c.p == '}') return 1;
+    Cursor c = {e->args.s, e->args.s + e->args.n, base};
+    if (open_is_empty(&c, '}')) return 1;
     for (;;) {
         Span key, v;
-        int escaped;
-        if (c.p >= c.end || *c.p != '"' || !read_string(&c, &key, &escaped) || escaped) return 0;
-        skip_ws(&c);
-        if (c.p >= c.end || *c.p != ':') return 0;
-        c.p++;
-        skip_ws(&c);
-        if (c.p >= c.end) return 0;
+        int escaped, more;
+        if (!read_key(&c, &key, &escaped) || escaped) return 0;
         char first = *c.p;
         const char *start = c.p;
         int field = -1, axes = -1;
@@ -353,11 +358,7 @@ static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
                 if (!skip_literal(&c, "null", 4)) return 0;
             } else {
                 if (first != '[') return 0;
-                c.p++;
-                skip_ws(&c);
-                if (c.p < c.end && *c.p == ']') {
-                    c.p++;
-                } else {
+                if (!open_is_empty(&c, ']')) {
                     for (;;) {
                         int integral;
                         int64_t x;
@@ -368,15 +369,8 @@ static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
                         if (!parse_int(v, &x)) return 0;
                         if (count < 3) vals[count] = x;
                         count++;
-                        skip_ws(&c);
-                        if (c.p < c.end && *c.p == ',') {
-                            c.p++;
-                            skip_ws(&c);
-                            continue;
-                        }
-                        if (c.p >= c.end || *c.p != ']') return 0;
-                        c.p++;
-                        break;
+                        if ((more = next_item(&c, ']')) < 0) return 0;
+                        if (!more) break;
                     }
                 }
             }
@@ -384,13 +378,7 @@ static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
         } else if (!skip_value(&c, 2)) {
             return 0;
         }
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            skip_ws(&c);
-            continue;
-        }
-        return c.p < c.end && *c.p == '}' && c.p + 1 == c.end;
+        if ((more = next_item(&c, '}')) <= 0) return more == 0 && c.p == c.end;
     }
 }
 
@@ -568,46 +556,25 @@ static int take_event(Out *out, const Event *e, const char *base) {
 /* 1: done; 0: fall back to msgspec; -1: out of memory. */
 static int scan_events(const char *buf, Py_ssize_t len, Out *out) {
     Cursor c = {buf, buf + len, buf};
+    int more;
     skip_ws(&c);
     if (c.p >= c.end || *c.p != '[') return 0;
-    c.p++;
-    skip_ws(&c);
-    if (c.p < c.end && *c.p == ']') {
-        c.p++;
-    } else {
+    if (!open_is_empty(&c, ']')) {
         for (;;) {
             if (c.p >= c.end || *c.p != '{') return 0;
             Event e;
             memset(&e, 0, sizeof e);
-            c.p++;
-            skip_ws(&c);
-            if (c.p < c.end && *c.p == '}') {
-                c.p++;
-            } else {
+            if (!open_is_empty(&c, '}')) {
                 for (;;) {
                     if (!read_member(&c, &e)) return 0;
-                    skip_ws(&c);
-                    if (c.p < c.end && *c.p == ',') {
-                        c.p++;
-                        skip_ws(&c);
-                        continue;
-                    }
-                    if (c.p >= c.end || *c.p != '}') return 0;
-                    c.p++;
-                    break;
+                    if ((more = next_item(&c, '}')) < 0) return 0;
+                    if (!more) break;
                 }
             }
             int taken = take_event(out, &e, buf);
             if (taken <= 0) return taken;
-            skip_ws(&c);
-            if (c.p < c.end && *c.p == ',') {
-                c.p++;
-                skip_ws(&c);
-                continue;
-            }
-            if (c.p >= c.end || *c.p != ']') return 0;
-            c.p++;
-            break;
+            if ((more = next_item(&c, ']')) < 0) return 0;
+            if (!more) break;
         }
     }
     skip_ws(&c);
@@ -655,7 +622,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_kineto_scan", "Compiled scanner of Kineto traceEvents pieces.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_kineto_scan", "Compiled scanner of Kineto traceEvents pieces.", -1, methods, NULL, NULL, NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
