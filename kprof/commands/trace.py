@@ -25,6 +25,7 @@ from kprof.analysis.cross_rank import CrossRank, collective_calls, cross_rank_ta
 from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.ingest.formats import kineto_stream
 from kprof.ingest.load import load_trace
 from kprof.ingest.source import head
 from kprof.store.trace_folder import prepare_dir, save_frames, write_rank_partition
@@ -127,9 +128,18 @@ def _read_all(
 ) -> list[RankResult]:
     if jobs <= 1 or len(jobs_) <= 1:
         return [_read_one(j, on_progress) for j in jobs_]
-    # spawn: a fresh interpreter per worker (no fork of a process that may hold threads)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_)), mp_context=get_context("spawn")) as pool:
+    workers = min(jobs, len(jobs_))
+    # spawn: a fresh interpreter per worker (no fork of a process that may hold threads); the cores
+    # are shared out, so each worker scans its file with fewer threads
+    scan_threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=get_context("spawn"), initializer=_set_scan_threads, initargs=(scan_threads,)
+    ) as pool:
         return list(pool.map(_read_one, jobs_))
+
+
+def _set_scan_threads(threads: int) -> None:
+    kineto_stream.SCAN_WORKERS = min(kineto_stream.SCAN_WORKERS, threads)
 
 
 def run_trace(
