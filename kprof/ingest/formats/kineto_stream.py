@@ -70,12 +70,14 @@ _OPEN_ARRAY = ord("[")
 class _Pending:
     """Bytes read but not yet decoded, in one buffer that is reused piece after piece.
 
-    Byte 0 is spare: it becomes the ``[`` that opens a piece of events, and the piece's closing
-    bracket is written over the byte after its last event (and put back after), so every piece is
-    decoded in place through a memoryview: a file is copied once, into this buffer, not once per
-    step. The buffer is never resized in place (decoded ``args`` still point into it while their
-    piece is taken); a larger one replaces it. ``searched`` keeps a long stretch without a boundary
-    linear: only bytes added since the last search (and a few before them) are searched again.
+    The reader fills the buffer in place (``room``). Byte 0 is spare: it becomes the ``[`` that
+    opens a piece of events, and the piece's closing bracket is written over the byte after its
+    last event (and put back after), so every piece is read in place through a memoryview. When
+    pieces are scanned ahead, a piece keeps the whole buffer (``hand_off``) and the rest moves to a
+    spare one. The buffer is never resized in place (decoded ``args`` still point into it while
+    their piece is taken); a larger one replaces it. ``searched`` keeps a long stretch without a
+    boundary linear: only bytes added since the last search (and a few before them) are searched
+    again.
     """
 
     def __init__(self) -> None:
