@@ -4,8 +4,9 @@ Times, on one file's ``traceEvents`` array held in memory, the passes any ingest
 libraries must make or could make instead: one C-speed scan of the bytes, a regex search for the
 categories kprof keeps, msgspec decoding every event as raw slices / as a struct with only ``cat``
 / as the struct kprof decodes, kprof's compiled scanner on the whole array in one thread, and the
-peak memory of kprof's streaming decode without pandas at two piece sizes. Run it on the file given to ``benchmarks/ingest_vs_hta.py`` to see how much of
-``kprof trace``'s time is the decode itself.
+peak memory of kprof's streaming decode without pandas at two piece sizes. Run it on the file
+given to ``benchmarks/ingest_vs_hta.py`` to see how much of ``kprof trace``'s time is the decode
+itself.
 
     python benchmarks/decode_floor.py /tmp/eager_120mb.json
 """
