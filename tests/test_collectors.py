@@ -38,6 +38,7 @@ def test_leg_specs() -> None:
         parse_leg("bad:NOVALUE")
 
 
+@pytest.mark.slow  # a whole program run twice under the fake rocprofv3 (8 s)
 def test_whole_program_under_rocprofv3_finds_a_planted_slowdown(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
     program = [sys.executable, "-c", "print('working')"]

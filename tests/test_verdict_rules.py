@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from kprof.analysis import simulation as sim
 from kprof.analysis.run_effects import leg_effects
@@ -14,6 +15,7 @@ QUIET = sim.Noise(sample_sigma=0.003, round_sigma=0.001)
 NOISY = sim.Noise(sample_sigma=0.02, round_sigma=0.005)
 
 
+@pytest.mark.slow  # thousands of simulated runs (10 s)
 def test_the_printed_resolvable_effect_is_found_as_often_as_promised() -> None:
     """The summary promises that an effect of the printed size is called FASTER 80% of the time in
     a case its A/A does not gate (the old rule, which also needed the estimate past that size and
