@@ -150,13 +150,15 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     # The host clock's A/A interval can exclude 0 on a busy CPU (it did once in CI): then the case is
     # BIASED and no leg may be quoted; otherwise each commit gets its own verdict.
     biased = report["aa"][0]["verdict"] == "BIASED"
-    expect = {"double": "SLOWER", "nothing": "SAME"}
+    # The commit that changes nothing may be UNRESOLVED when the host clock's rounds are too noisy
+    # for a 5% threshold (it was once in CI); it must never be called FASTER or SLOWER.
+    expect = {"double": {"SLOWER"}, "nothing": {"SAME", "UNRESOLVED"}}
     if biased:
         assert {r["verdict"] for name, r in legs.items() if "A/A" not in name} <= {"REFERENCE", "BIASED"}
     else:
-        assert legs[f"base + {shas['double']}"]["verdict"] == expect["double"]
+        assert legs[f"base + {shas['double']}"]["verdict"] in expect["double"]
         assert legs[f"head − {shas['outputs']}"]["verdict"] == "SLOWER"  # the only leg without the output change
-        assert legs[f"base + {shas['nothing']}"]["verdict"] == expect["nothing"]
+        assert legs[f"base + {shas['nothing']}"]["verdict"] in expect["nothing"]
     status = json.loads((out / "meta.json").read_text())["case_status"]["n"]
     assert status["failed"][f"base + {shas['outputs']}"].startswith("outputs changed")
     assert status["failed"][f"head {shas['note3']}"].startswith("outputs changed")
@@ -165,8 +167,8 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     )
     attribution = runner.invoke(app, ["attribute", str(out), "--format", "json"], catch_exceptions=False)
     levers = {(r["design"], r["lever"]): r for r in json.loads(attribution.stdout)["levers"]}
-    for commit, verdict in expect.items():
-        assert levers[("add_one", shas[commit])]["verdict"] == ("BIASED" if biased else verdict)
+    for commit, verdicts in expect.items():
+        assert levers[("add_one", shas[commit])]["verdict"] in ({"BIASED"} if biased else verdicts)
     md = runner.invoke(app, ["attribute", str(out), "--format", "md"], catch_exceptions=False).stdout
     assert "double the work" in md and shas["double"] in md
 
