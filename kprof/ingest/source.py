@@ -40,6 +40,16 @@ _RAW_BYTES = 1 << 20
 TRUNCATED_GZIP = "gzip stream ends early (truncated file)"
 
 
+@contextmanager
+def _opened(path: Path) -> Iterator[tuple[BinaryIO, bool, int]]:
+    """The file, unbuffered and at its start; whether it is gzipped; its size (checked first)."""
+    check_file(path)
+    with path.open("rb", buffering=0) as raw:
+        gzipped = raw.read(2) == GZIP_MAGIC
+        raw.seek(0)
+        yield raw, gzipped, path.stat().st_size
+
+
 def stream_chunks(
     path: Path,
     size: int,
@@ -55,18 +65,14 @@ def stream_chunks(
     ``--recover`` works on it as on plain JSON. Without ``allow_truncated`` a cut stream is the
     one-line error ``truncated``.
     """
-    check_file(path)
-    total = path.stat().st_size
-    with path.open("rb") as raw:
-        if raw.read(2) != GZIP_MAGIC:
-            raw.seek(0)
-            while chunk := raw.read(size):
-                if on_progress:
-                    on_progress(raw.tell(), total)
-                yield chunk
+    with _opened(path) as (raw, gzipped, total):
+        if gzipped:
+            yield from _inflate(raw, path, size, total, None if allow_truncated else truncated, on_progress)
             return
-        raw.seek(0)
-        yield from _inflate(raw, path, size, total, None if allow_truncated else truncated, on_progress)
+        while chunk := raw.read(size):
+            if on_progress:
+                on_progress(raw.tell(), total)
+            yield chunk
 
 
 def stream_into(
@@ -80,14 +86,12 @@ def stream_into(
     """As ``stream_chunks``, but each chunk is written into ``room(n)`` (a view of the caller's
     buffer, ``n`` bytes long) and only its length is yielded: a plain file is read straight into
     that buffer (unbuffered ``readinto``), with no copy on the way."""
-    if is_gzip(path):
-        for chunk in stream_chunks(path, size, allow_truncated, on_progress, truncated):
-            room(len(chunk))[:] = chunk
-            yield len(chunk)
-        return
-    check_file(path)
-    total = path.stat().st_size
-    with path.open("rb", buffering=0) as raw:
+    with _opened(path) as (raw, gzipped, total):
+        if gzipped:
+            for chunk in _inflate(raw, path, size, total, None if allow_truncated else truncated, on_progress):
+                room(len(chunk))[:] = chunk
+                yield len(chunk)
+            return
         while n := raw.readinto(room(size)):
             if on_progress:
                 on_progress(raw.tell(), total)

@@ -381,8 +381,9 @@ class EventBuffer:
     def _take_scanned_gpu(self, piece: ks.Scanned, rows: np.ndarray) -> None:
         flags = rows[:, ks.FLAGS]
         self.gpu_kind.append((rows[:, ks.KIND] - 1).astype(np.int8))
-        global_ids = np.array([self._name_id(name) for name in piece.names], dtype=np.int64)
-        self.gpu_name.append(global_ids[rows[:, ks.NAME]])
+        used, local = np.unique(rows[:, ks.NAME], return_inverse=True)  # only the names GPU rows use
+        global_ids = np.array([self._name_id(piece.names[i]) for i in used.tolist()], dtype=np.int64)
+        self.gpu_name.append(global_ids[local.reshape(-1)])
         pid_is_int = (flags & (ks.PID_STRING | ks.PID_NULL)) == 0
         tid_is_int = (flags & (ks.TID_STRING | ks.TID_NULL)) == 0
         device = rows[:, ks.DEVICE]

@@ -153,21 +153,20 @@ class _Pending:
     def hand_off(self, start: int, end: int, rest: int, ahead: ks.ScanAhead) -> tuple[bytearray, memoryview]:
         """The piece ``buf[start:end]`` + ``]`` given away whole (to be scanned by a worker) rather
         than copied: the bytes from ``rest`` move to a spare buffer, which becomes this one."""
-        held = memoryview(self.buf)[rest : self.size]
-        fresh = ahead.spare(len(self.buf))
-        fresh[1 : 1 + len(held)] = held
         given = self.buf
-        given[end] = ord("]")  # a blank or the "," after the last event: its rest is in `fresh`
-        self.buf = fresh
-        self.size, self.searched, self.events_at = 1 + len(held), 1, -1
+        self.keep_from(rest, into=ahead.spare(len(given)))
+        given[end] = ord("]")  # a blank or the "," after the last event: the rest has moved
         return given, memoryview(given)[start : end + 1]
 
     def rest(self) -> bytes:
         return bytes(memoryview(self.buf)[1 : self.size])
 
-    def keep_from(self, start: int) -> None:
-        """Move the bytes from ``start`` (the next event's ``{``) to the front."""
+    def keep_from(self, start: int, into: bytearray | None = None) -> None:
+        """Move the bytes from ``start`` (the next event's ``{``) to the front of this buffer, or of
+        ``into`` (at least as large), which then becomes this one."""
         rest = self.buf[start : self.size]
+        if into is not None:
+            self.buf = into
         self.buf[1 : 1 + len(rest)] = rest
         self.size, self.searched = 1 + len(rest), 1
         self.events_at = -1  # the document's head is decoded: later cuts have no floor
