@@ -217,7 +217,12 @@ def test_calibrate_plants_and_recovers(tmp_path: Path) -> None:
     assert -75 < row["planted_effect_pct"] < -30
     assert abs(row["recovered_pct"] - row["planted_effect_pct"]) < 12
     assert row["ci_low_pct"] <= row["recovered_pct"] <= row["ci_high_pct"]
-    assert row["ci_high_pct"] < 0  # resolved as slower (at 6 rounds BH may still leave it UNRESOLVED)
+    # Six host-clock rounds on a busy 2-core CI machine: one stalled reference round once widened the
+    # interval to +89% (recovered −50%), so the plant may come out UNRESOLVED, never FASTER or SAME;
+    # when it is called SLOWER, its interval must lie wholly below zero.
+    assert row["verdict"] in ("SLOWER", "UNRESOLVED")
+    if row["verdict"] == "SLOWER":
+        assert row["ci_high_pct"] < 0
     assert legs[row["leg"]]["verdict"] == row["verdict"]
     md = runner.invoke(app, ["report", str(tmp_path / "cal"), "--format", "md"], catch_exceptions=False).stdout
     assert "spin 100% alone" in md and "kprof called" in md and "PR method" in md
