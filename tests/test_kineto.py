@@ -329,3 +329,29 @@ def test_input_errors_survive_a_process_boundary() -> None:
 
     err = pickle.loads(pickle.dumps(KprofInputError("a.json", "malformed  JSON")))
     assert isinstance(err, KprofInputError) and (err.where, err.problem) == ("a.json", "malformed JSON")
+
+
+def test_columns_already_in_pandas_form_are_taken_as_they_are() -> None:
+    """The events table is built from the Kineto reader's nullable and categorical columns without
+    the Arrow round trip (no copy), and equals the table built from plain values, dtypes included."""
+    import numpy as np
+    import pandas as pd
+
+    from kprof.trace import events_table
+
+    start = np.array([10, 20, 30], dtype=np.int64)
+    registers = np.array([32, 0, 64], dtype=np.int32)
+    missing = np.array([False, True, False])
+    names = pd.Categorical.from_codes([0, 1, 0], categories=["gemm", "copy"])
+    pandas_form = events_table(
+        {
+            "start_ns": pd.arrays.IntegerArray(start, np.zeros(3, dtype=bool)),
+            "registers": pd.arrays.IntegerArray(registers, missing),
+            "name": names,
+        }
+    )
+    plain = events_table({"start_ns": [10, 20, 30], "registers": [32, None, 64], "name": ["gemm", "copy", "gemm"]})
+    pd.testing.assert_frame_equal(pandas_form, plain, check_exact=True)
+    assert pandas_form["name"].cat.categories.dtype == plain["name"].cat.categories.dtype
+    assert np.shares_memory(pandas_form["start_ns"].array._data, start)
+    assert np.shares_memory(pandas_form["registers"].array._data, registers)

@@ -71,6 +71,11 @@ def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArr
     return pd.arrays.IntegerArray(values.astype(dtype, copy=False), missing)
 
 
+def _not_null(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """A column that is never null, in its pandas form (taken as it is, not copied)."""
+    return pd.arrays.IntegerArray(values, np.zeros(len(values), dtype=bool))
+
+
 def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     top = c.top or Document()
     base = top.baseTimeNanoseconds or 0
@@ -86,12 +91,13 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     if rank is None:
         rank = file_rank if file_rank is not None else 0
 
-    g = {k: joined(v) for k, v in c.gpu_ints.items()}
-    c.gpu_ints.clear()  # the chunks are joined: let them go before the table is built
-    start = g["ts"] + base
-    dur = np.maximum(g["dur"], 0)
+    # Each column's chunks go as soon as it is joined, and each joined column once it is in the
+    # table (or used): the table is not held twice.
+    g = {k: joined(c.gpu_ints.pop(k)) for k in list(c.gpu_ints)}
+    start = g.pop("ts") + base
+    dur = np.maximum(g.pop("dur"), 0)
     # Join each activity to its launching API call by correlation id (the last call wins on reuse).
-    lc = {k: joined(v, bool if k == "work_items" else np.int64) for k, v in c.launch.items()}
+    lc = {k: joined(c.launch.pop(k), bool if k == "work_items" else np.int64) for k in list(c.launch)}
     _, last = np.unique(lc["correlation"][::-1], return_index=True)
     keep = len(lc["correlation"]) - 1 - last
     corr_sorted = lc["correlation"][keep]
@@ -109,10 +115,11 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     work_items = found & (lc["work_items"][idx] if len(keep) else False)
     grids = {}
     for axis in "xyz":
-        grid, block = g["grid_" + axis], g["block_" + axis]
+        grid, block = g.pop("grid_" + axis), g["block_" + axis]
         convert = work_items & (grid != NULL_INT) & (block != NULL_INT) & (block > 0)
         grids[axis] = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
-    shared = np.where(g["shared"] != NULL_INT, g["shared"], from_launch(lc["shared"]))
+    shared = g.pop("shared")
+    shared = np.where(shared != NULL_INT, shared, from_launch(lc.pop("shared")))
 
     used, name_ids = np.unique(joined(c.gpu_name), return_inverse=True)
     raw_names, remap = np.unique(np.array([c.names[i] for i in used.tolist()], dtype=object), return_inverse=True)
@@ -122,27 +129,28 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     full = _categorical(name_codes, full_names)
     kinds = pd.Categorical(np.array(GPU_KIND_NAMES, dtype=object)[joined(c.gpu_kind, np.int8)])
     # Copies and memsets keep their names; kernels get the short C++-less form.
+    c.gpu_name.clear()
+    c.gpu_kind.clear()
     is_kernel_name = np.zeros(len(raw_names), dtype=bool)
     is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
     short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
-    c.gpu_name.clear()
-    c.gpu_kind.clear()
     cols: dict[str, Any] = {
-        "rank": np.full(len(start), rank, dtype=np.int32),
-        "device": g["device"].astype(np.int32),
-        "stream": g["stream"],
-        "start_ns": start,
-        "end_ns": start + dur,
-        "dur_ns": dur,
+        "rank": _not_null(np.full(len(start), rank, dtype=np.int32)),
+        "device": _not_null(g.pop("device").astype(np.int32)),
+        "stream": _not_null(g.pop("stream")),
+        "start_ns": _not_null(start),
+        "end_ns": _not_null(start + dur),
+        "dur_ns": _not_null(dur),
         "name": full,
         "short_name": _categorical(name_codes, short_names),
         "kind": kinds,
-        "correlation": _nullable(g["correlation"]),
+        "correlation": _nullable(g.pop("correlation")),
         "registers": _nullable(g.pop("registers"), np.int32),
         "shared_mem_bytes": _nullable(shared, np.int32),
         "launch_ns": _nullable(launch_ns),
-        "launch_tid": _nullable(from_launch(lc["tid"])),
+        "launch_tid": _nullable(from_launch(lc.pop("tid"))),
     }
+    del start, dur, shared, launch_ns
     for axis in "xyz":
         cols["grid_" + axis] = _nullable(grids.pop(axis), np.int32)
         cols["block_" + axis] = _nullable(g.pop("block_" + axis), np.int32)
