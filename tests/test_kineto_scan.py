@@ -217,3 +217,30 @@ def test_scanner_hands_odd_documents_to_msgspec(
     events: list[str], sep: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _agree(events, sep, tmp_path_factory.mktemp("gen"), monkeypatch)
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    ("inner", "valid"),
+    [("é", True), ("\x7f", True), ("\\n", True), ('\\"', True), (" ", True), ("\x01", False), ("\x1f", False)],
+    ids=["utf8", "del", "escape", "escaped-quote", "space", "control-01", "control-1f"],
+)
+def test_string_ends_are_found_at_every_byte_of_a_word(
+    inner: str, valid: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raw bytes the generated documents never hold (JSON dumps escapes them): UTF-8, DEL and
+    control characters (not JSON), at each of the 16 offsets around an 8-byte word of the string
+    scan, where the first byte that ends or escapes a string is found inside the word."""
+    events = [
+        '{"ph":"X","cat":"kernel","name":"' + "k" * k + inner + f'zz","pid":0,"tid":7,"ts":{k},"dur":1}}'
+        for k in range(16)
+    ]
+    path = tmp_path / "raw.json"
+    path.write_bytes(('{"traceEvents": [' + ",\n".join(events) + "]}").encode())
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert reference[0] == ("kept" if valid else "error")
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference
+    if valid:
+        assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 3  # read by the scanner, not msgspec

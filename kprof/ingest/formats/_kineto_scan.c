@@ -61,6 +61,14 @@ typedef struct {
     int64_t skipped;
 } Out;
 
+/* Little-endian with a count-trailing-zeros builtin: the first byte that stops a string is found in
+ * its 8-byte word directly, not byte by byte (a quarter of the string scan's time went there). */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FIRST_BYTE_BY_CTZ 1
+#else
+#define FIRST_BYTE_BY_CTZ 0
+#endif
+
 static unsigned char plain_string_byte[256]; /* 1: a byte that cannot end or escape a string */
 
 static void init_tables(void) {
@@ -88,10 +96,21 @@ static int read_string(Cursor *c, Span *out, int *escaped) {
             uint64_t quote = w ^ 0x2222222222222222ull, slash = w ^ 0x5c5c5c5c5c5c5c5cull;
             uint64_t stop = ((quote - 0x0101010101010101ull) & ~quote) | ((slash - 0x0101010101010101ull) & ~slash) |
                             ((w - 0x2020202020202020ull) & ~w);
-            if (stop & 0x8080808080808080ull) break;
+            stop &= 0x8080808080808080ull;
+            if (stop) {
+#if FIRST_BYTE_BY_CTZ
+                p += __builtin_ctzll(stop) >> 3; /* the lowest flagged byte is exact (borrows only carry upwards) */
+                goto stopped;
+#else
+                break;
+#endif
+            }
             p += 8;
         }
         while (p < end && plain_string_byte[(unsigned char)*p]) p++;
+#if FIRST_BYTE_BY_CTZ
+    stopped:
+#endif
         if (p >= end) return 0;
         if (*p == '"') break;
         if (*p != '\\') return 0; /* a control character: not JSON */
