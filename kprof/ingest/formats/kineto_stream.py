@@ -30,6 +30,7 @@ _EVENTS_KEY = b'"traceEvents"'
 
 # A boundary's text (``}``, blanks, ``,``, blanks, ``{``) may straddle two chunks by this much.
 _BOUNDARY_REACH = 256
+_REST_ROOM = 64 << 10
 # Bytes without a complete event before kprof gives up: a larger single event is not a trace event.
 MAX_EVENT_BYTES = 64 << 20
 _EARLIER_CUTS = 8  # cuts tried, last first, when one lands inside a string or a nested object
@@ -81,7 +82,9 @@ class _Pending:
     """
 
     def __init__(self) -> None:
-        self.buf = bytearray(2 * PIECE_BYTES + _BOUNDARY_REACH)
+        # One read of PIECE_BYTES lands after the rest of the last piece (most often a part of one
+        # event); a longer rest grows the buffer. Every byte of it is zeroed and touched once.
+        self.buf = bytearray(PIECE_BYTES + _REST_ROOM)
         self.size = 1  # the bytes held are buf[1:size]
         self.searched = 1  # boundaries before this offset have been looked for already
         self.events_at = -1  # offset of "traceEvents" (object form): no cut may come before it
