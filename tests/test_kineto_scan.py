@@ -244,3 +244,42 @@ def test_string_ends_are_found_at_every_byte_of_a_word(
     assert _outcome(path, "ahead", monkeypatch) == reference
     if valid:
         assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 3  # read by the scanner, not msgspec
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    ("event", "scanned"),
+    [
+        # args met before ph or cat: skipped over, then read from their span
+        (
+            '{"args":{"device":1,"stream":7,"correlation":5,"grid":[2,1,1]},"ph":"X","cat":"kernel","ts":1,"dur":2}',
+            True,
+        ),
+        # args read where they stand, then replaced by a later args
+        ('{"ph":"X","cat":"kernel","ts":1,"dur":2,"args":{"device":1,"correlation":5},"args":{"stream":"s"}}', True),
+        ('{"ph":"X","cat":"kernel","ts":1,"dur":2,"args":{"device":1},"args":null}', True),
+        # read as a kernel's, then the event turns into a launch (read again as a launch's), or the
+        # other way round, or into no kept kind
+        ('{"ph":"X","cat":"kernel","ts":1,"dur":2,"args":{"device":1,"correlation":5},"cat":"cuda_runtime"}', True),
+        ('{"ph":"X","cat":"cuda_runtime","ts":1,"args":{"device":2,"correlation":5},"cat":"kernel","dur":2}', True),
+        ('{"ph":"X","cat":"kernel","ts":1,"dur":2,"args":{"device":1,"correlation":5},"ph":"i"}', True),
+        ('{"ph":"i","cat":"kernel","ts":1,"dur":2,"args":{"device":1,"correlation":5},"ph":"X"}', True),
+        # a launch's args hold a device msgspec never reads; read as a kernel's first, they go to msgspec
+        ('{"ph":"X","cat":"kernel","ts":1,"dur":2,"args":{"device":"x","correlation":5},"cat":"cuda_runtime"}', False),
+        ('{"ph":"X","cat":"cuda_runtime","ts":1,"args":{"device":"x","correlation":5},"cat":"kernel","dur":2}', False),
+    ],
+)
+def test_args_read_in_place_agree_with_msgspec(
+    event: str, scanned: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scanner reads a kept event's args where they stand when ph and cat came first: repeated
+    keys, and a kind that changes after the args, must give what msgspec gives (last key wins)."""
+    plain = '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":0,"args":{"correlation":5}}'
+    path = tmp_path / "repeated.json"
+    path.write_text('{"traceEvents": [' + ",\n".join([plain, event.replace('"ts"', '"name":"k","ts"')] * 40) + "]}")
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference
+    if scanned:
+        assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 10  # the scanner read them

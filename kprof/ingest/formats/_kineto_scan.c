@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,11 +292,37 @@ static int parse_time(Span v, int64_t *ns) {
     return 1;
 }
 
+static int category_kind(Span cat) {
+    if (IS(cat, "kernel") || IS(cat, "Kernel")) return K_KERNEL;
+    if (IS(cat, "gpu_memcpy") || IS(cat, "Memcpy")) return K_MEMCPY;
+    if (IS(cat, "gpu_memset") || IS(cat, "Memset")) return K_MEMSET;
+    if (IS(cat, "cuda_runtime") || IS(cat, "cuda_driver") || IS(cat, "Runtime") || IS(cat, "Driver")) return K_LAUNCH;
+    if (IS(cat, "user_annotation")) return K_CPU_RANGE;
+    if (IS(cat, "gpu_user_annotation")) return K_GPU_RANGE;
+    return 0;
+}
+
 typedef struct {
     Span ph, cat, name, pid, tid, ts, dur, args;
     char pid_type, tid_type, ts_type, dur_type, args_type; /* first byte of each value, 0 if absent */
     int name_escaped, pid_escaped, tid_escaped;
+    int args_read; /* 0, or 1 + gpu: args_row holds the args as read for that kind of event */
+    int64_t args_row[R_FIELDS]; /* not zeroed per event: valid only while args_read says so */
 } Event;
+
+#define EVENT_RESET_BYTES offsetof(Event, args_row)
+
+static int read_args_object(Cursor *c, int64_t *row, const char *base, int gpu);
+
+/* The args of a kept activity or launch are read where they stand, in the one pass over the
+ * event (Kineto writes ph and cat before args), instead of being skipped and read again from
+ * their span: a kernel event's args are about half its bytes. 0: not known yet, or not kept. */
+static int kind_of_args(const Event *e) {
+    if (e->ph.s == NULL || e->cat.s == NULL || !IS(e->ph, "X")) return 0;
+    int kind = category_kind(e->cat);
+    if (kind == K_LAUNCH) return 1;
+    return (kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) ? 2 : 0;
+}
 
 /* Read one value of the event's object: known keys keep their span, others are skipped. */
 static int read_member(Cursor *c, Event *e) {
@@ -317,6 +344,20 @@ static int read_member(Cursor *c, Event *e) {
     else if (IS(key, "dur")) slot = &e->dur, type = &e->dur_type;
     else if (IS(key, "args")) slot = &e->args, type = &e->args_type;
     if (slot == NULL) return skip_value(c, 1);
+    if (slot == &e->args) {
+        e->args_read = 0; /* a later "args" replaces an earlier one, as on the msgspec path */
+        int as = first == '{' ? kind_of_args(e) : 0;
+        if (as) {
+            for (int i = R_DEVICE; i < R_FIELDS; i++) e->args_row[i] = NULL_INT;
+            e->args_row[R_FLAGS] = 0;
+            if (!read_args_object(c, e->args_row, c->base, as == 2)) return 0;
+            e->args_read = as;
+            e->args.s = start;
+            e->args.n = c->p - start;
+            e->args_type = first;
+            return 1;
+        }
+    }
     if (first == '"') {
         Span s;
         if (!read_string(c, &s, &value_escaped)) return 0;
@@ -333,12 +374,22 @@ static int read_member(Cursor *c, Event *e) {
     return 1;
 }
 
-/* The args object of a kept event: its integer fields, grid and block. */
+/* The args of a kept event from the span they were skipped over (met before ph or cat). */
 static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
     if (e->args.s == NULL || e->args_type == 'n') return 1;
     if (e->args_type != '{') return 0;
     Cursor c = {e->args.s, e->args.s + e->args.n, base};
-    if (open_is_empty(&c, '}')) return 1;
+    return read_args_object(&c, row, base, gpu) && c.p == c.end;
+}
+
+/* The args object of a kept event, at its opening brace: its integer fields, grid and block; the
+ * cursor is left after the closing brace. */
+static int read_args_object(Cursor *cursor, int64_t *row, const char *base, int gpu) {
+    Cursor c = *cursor;
+    if (open_is_empty(&c, '}')) {
+        *cursor = c;
+        return 1;
+    }
     for (;;) {
         Span key, v;
         int escaped, more;
@@ -397,18 +448,11 @@ static int read_args(const Event *e, int64_t *row, const char *base, int gpu) {
         } else if (!skip_value(&c, 2)) {
             return 0;
         }
-        if ((more = next_item(&c, '}')) <= 0) return more == 0 && c.p == c.end;
+        if ((more = next_item(&c, '}')) <= 0) {
+            *cursor = c;
+            return more == 0;
+        }
     }
-}
-
-static int category_kind(Span cat) {
-    if (IS(cat, "kernel") || IS(cat, "Kernel")) return K_KERNEL;
-    if (IS(cat, "gpu_memcpy") || IS(cat, "Memcpy")) return K_MEMCPY;
-    if (IS(cat, "gpu_memset") || IS(cat, "Memset")) return K_MEMSET;
-    if (IS(cat, "cuda_runtime") || IS(cat, "cuda_driver") || IS(cat, "Runtime") || IS(cat, "Driver")) return K_LAUNCH;
-    if (IS(cat, "user_annotation")) return K_CPU_RANGE;
-    if (IS(cat, "gpu_user_annotation")) return K_GPU_RANGE;
-    return 0;
 }
 
 static int count_category(Out *out, Span cat, const char *base) {
@@ -566,7 +610,13 @@ static int take_event(Out *out, const Event *e, const char *base) {
     if (!parse_time(e->ts, &row[R_TS])) ok = 0;
     if (kind != K_LAUNCH && !parse_time(e->dur, &row[R_DUR])) ok = 0;
     if (kind == K_LAUNCH || kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) {
-        if (!read_args(e, row, base, kind != K_LAUNCH)) ok = 0;
+        int as = kind == K_LAUNCH ? 1 : 2;
+        if (e->args_read == as) {
+            for (int i = R_DEVICE; i < R_FIELDS; i++) row[i] = e->args_row[i];
+            row[R_FLAGS] |= e->args_row[R_FLAGS];
+        } else if (!read_args(e, row, base, as == 2)) {
+            ok = 0;
+        }
     }
     out->n++;
     return ok;
@@ -582,7 +632,7 @@ static int scan_events(const char *buf, Py_ssize_t len, Out *out) {
         for (;;) {
             if (c.p >= c.end || *c.p != '{') return 0;
             Event e;
-            memset(&e, 0, sizeof e);
+            memset(&e, 0, EVENT_RESET_BYTES);
             if (!open_is_empty(&c, '}')) {
                 for (;;) {
                     if (!read_member(&c, &e)) return 0;
