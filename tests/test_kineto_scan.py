@@ -4,6 +4,7 @@ read a piece at a time and scanned ahead in worker threads; where it cannot, msg
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REAL, TRACES
+from conftest import EAGER, REAL, TRACES
 from kprof.errors import KprofInputError
 from kprof.ingest.formats import kineto_events, kineto_scan, kineto_stream
 from kprof.ingest.formats.kineto_events import EXACT, FAST, EventBuffer, InexactTimes, joined
@@ -283,3 +284,69 @@ def test_args_read_in_place_agree_with_msgspec(
     assert _outcome(path, "ahead", monkeypatch) == reference
     if scanned:
         assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 10  # the scanner read them
+
+
+_DROPPED = b'{"ph":"X","cat":"cpu_op","name":"NAME","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x":"ARG"}}'
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    ("name", "arg", "scanned"),
+    [
+        (b"a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80b", b"x", True),  # 2, 3 and 4-byte UTF-8
+        (b"ab", b"\\ud83d\\ude00\\u00e9", True),  # an escaped surrogate pair
+        (b"a\xffb", b"x", False),  # not UTF-8: msgspec refuses a name it decodes
+        (b"a\xc0\xafb", b"x", False),  # overlong
+        (b"a\xed\xa0\x80b", b"x", False),  # a surrogate written in UTF-8
+        (b"a\xf4\x90\x80\x80b", b"x", False),  # beyond U+10FFFF
+        (b"a\xe2\x82", b"x", False),  # cut short by the closing quote
+        (b"ab", b"\\ud800", False),  # an escaped high surrogate alone, even in skipped args
+        (b"ab", b"\\udc00x", False),  # a low one alone
+        (b"ab", b"\\ud83dx", False),  # a high one followed by a character
+        (b"ab", b"\xff", False),  # not UTF-8 in args msgspec skips: accepted there, msgspec decides
+    ],
+)
+def test_strings_msgspec_refuses_are_refused_by_the_scanner(
+    name: bytes, arg: bytes, scanned: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """msgspec checks UTF-8 in the strings it decodes and surrogate escapes even in values it skips:
+    a dropped event's string the scanner took where msgspec refuses it would turn an error into
+    tables (the scanner used to accept every byte from 0x80 and every ``\\u`` escape)."""
+    plain = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":3}}'
+    event = _DROPPED.replace(b"NAME", name).replace(b"ARG", arg)
+    path = tmp_path / "strings.json"
+    path.write_bytes(b'{"traceEvents": [' + b",\n".join([plain] * 20 + [event] + [plain] * 20) + b"]}")
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference
+    if scanned:
+        collected = _collect(path, "piecewise", monkeypatch)
+        assert collected.pieces_scanned >= 5 and collected.pieces_decoded == 0
+
+
+_SLICE = gzip.decompress(EAGER.read_bytes())
+_SLICE = _SLICE[: _SLICE.index(b"},\n  {", 60_000) + 1] + b"\n]}"
+_TOKENS = [b"\\ud800", b"\\udc00", b"\\ud83d\\ude00", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\xaf", b"\\u00e9"]
+_BYTES = st.one_of(st.sampled_from(_TOKENS), st.binary(min_size=1, max_size=3))
+
+
+@needs_scanner
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    edits=st.lists(st.tuples(st.integers(200, len(_SLICE) - 1), _BYTES, st.booleans()), min_size=1, max_size=3),
+)
+def test_damaged_trace_reads_alike_with_and_without_the_scanner(
+    edits: list[tuple[int, bytes, bool]], tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded trace with bytes overwritten or inserted anywhere in its events: the same tables,
+    or the same error, with the scanner (a piece at a time, and ahead) as with msgspec alone."""
+    data = bytearray(_SLICE)
+    for pos, new, insert in edits:
+        data[pos : pos if insert else pos + len(new)] = new
+    path = tmp_path_factory.mktemp("damaged") / "trace.json"
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 8192)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference

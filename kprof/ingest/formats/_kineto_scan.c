@@ -4,9 +4,10 @@
  * objects. Times are read from their decimal digits straight to integer ns (exact).
  *
  * The scanner never decides an error: on anything it does not handle exactly as kprof's msgspec
- * path would (malformed or truncated JSON, an unexpected type, an escaped key or category, a time
- * with more than 3 decimals or an exponent, an integer beyond int64) it answers FALLBACK and the
- * caller decodes the same piece with msgspec, which keeps, or reports, exactly as before.
+ * path would (malformed or truncated JSON, malformed UTF-8 or a lone surrogate escape in a string,
+ * an unexpected type, an escaped key or category, a time with more than 3 decimals or an exponent,
+ * an integer beyond int64) it answers FALLBACK and the caller decodes the same piece with msgspec,
+ * which keeps, or reports, exactly as before.
  *
  * The record layout (R_* below) is mirrored by kprof/ingest/formats/kineto_scan.py.
  */
@@ -70,33 +71,76 @@ typedef struct {
 #define FIRST_BYTE_BY_CTZ 0
 #endif
 
-static unsigned char plain_string_byte[256]; /* 1: a byte that cannot end or escape a string */
+/* 1: an ASCII byte that cannot end or escape a string (a byte from 0x80 starts a UTF-8 sequence,
+ * which is checked) */
+/* Rare paths (non-ASCII bytes, \u escapes) kept out of line, so that the string scan stays small. */
+#if defined(__GNUC__)
+#define COLD __attribute__((noinline, cold))
+#else
+#define COLD
+#endif
+
+static unsigned char plain_string_byte[256];
 
 static void init_tables(void) {
-    for (int c = 0; c < 256; c++) plain_string_byte[c] = (c >= 0x20 && c != '"' && c != '\\');
+    for (int c = 0; c < 256; c++) plain_string_byte[c] = (c >= 0x20 && c < 0x80 && c != '"' && c != '\\');
 }
 
 static inline void skip_ws(Cursor *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
 }
 
-static inline int is_hex(char ch) {
-    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong form, no surrogate, at
+ * most U+10FFFF), 0 when there is none: msgspec refuses such strings, so the scanner must not
+ * take them. */
+static COLD int utf8_sequence(const unsigned char *p, const unsigned char *end) {
+    unsigned char c = p[0];
+    int len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (end - p < len) return 0;
+    for (int i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+    if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+    return len;
 }
 
-/* At the opening quote: the string's content as a span; *escaped tells whether it has escapes. */
+static COLD int hex4(const char *p, uint32_t *value) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char ch = p[i];
+        int d = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+              : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
+        if (d < 0) return 0;
+        v = v * 16 + (uint32_t)d;
+    }
+    *value = v;
+    return 1;
+}
+
+/* At the opening quote: the string's content as a span; *escaped tells whether it has escapes.
+ * Everything msgspec refuses in a string is refused here too (control characters, bad escapes,
+ * malformed UTF-8, an escaped surrogate that is not a high one followed by a low one): msgspec
+ * checks that even in the values it skips. */
 static int read_string(Cursor *c, Span *out, int *escaped) {
     const char *p = c->p + 1, *end = c->end;
     *escaped = 0;
     for (;;) {
-        /* eight bytes at a time while none of them can end or escape the string (SWAR: a byte
-         * equal to '"' or '\\', or below 0x20, sets its high bit in `stop`) */
+        /* eight bytes at a time while none of them can end or escape the string or start a UTF-8
+         * sequence (SWAR: a byte equal to '"' or '\\', below 0x20 or from 0x80 sets its high bit
+         * in `stop`) */
         while (end - p >= 8) {
             uint64_t w;
             memcpy(&w, p, 8);
             uint64_t quote = w ^ 0x2222222222222222ull, slash = w ^ 0x5c5c5c5c5c5c5c5cull;
             uint64_t stop = ((quote - 0x0101010101010101ull) & ~quote) | ((slash - 0x0101010101010101ull) & ~slash) |
-                            ((w - 0x2020202020202020ull) & ~w);
+                            ((w - 0x2020202020202020ull) & ~w) | w;
             stop &= 0x8080808080808080ull;
             if (stop) {
 #if FIRST_BYTE_BY_CTZ
@@ -114,6 +158,12 @@ static int read_string(Cursor *c, Span *out, int *escaped) {
 #endif
         if (p >= end) return 0;
         if (*p == '"') break;
+        if ((unsigned char)*p >= 0x80) {
+            int len = utf8_sequence((const unsigned char *)p, (const unsigned char *)end);
+            if (len == 0) return 0;
+            p += len;
+            continue;
+        }
         if (*p != '\\') return 0; /* a control character: not JSON */
         *escaped = 1;
         if (p + 1 >= end) return 0;
@@ -121,10 +171,18 @@ static int read_string(Cursor *c, Span *out, int *escaped) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
             p += 2;
             break;
-        case 'u':
-            if (p + 6 > end || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return 0;
+        case 'u': {
+            uint32_t unit, low;
+            if (p + 6 > end || !hex4(p + 2, &unit)) return 0;
             p += 6;
+            if (unit >= 0xDC00 && unit <= 0xDFFF) return 0; /* a low surrogate alone */
+            if (unit >= 0xD800 && unit <= 0xDBFF) {          /* a high one: its low one must follow */
+                if (p + 6 > end || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, &low)) return 0;
+                if (low < 0xDC00 || low > 0xDFFF) return 0;
+                p += 6;
+            }
             break;
+        }
         default:
             return 0;
         }
