@@ -128,9 +128,9 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     full_names = [demangled.get(n, n) for n in raw_names.tolist()]
     full = _categorical(name_codes, full_names)
     kinds = pd.Categorical(np.array(GPU_KIND_NAMES, dtype=object)[joined(c.gpu_kind, np.int8)])
-    # Copies and memsets keep their names; kernels get the short C++-less form.
     c.gpu_name.clear()
     c.gpu_kind.clear()
+    # Copies and memsets keep their names; kernels get the short C++-less form.
     is_kernel_name = np.zeros(len(raw_names), dtype=bool)
     is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
     short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
