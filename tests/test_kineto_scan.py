@@ -325,6 +325,37 @@ def test_strings_msgspec_refuses_are_refused_by_the_scanner(
         assert collected.pieces_scanned >= 5 and collected.pieces_decoded == 0
 
 
+@needs_scanner
+@pytest.mark.parametrize(
+    ("field", "value", "scanned"),
+    [
+        ("ts", b"1e400", False),  # beyond float64: msgspec refuses it even in an event it drops
+        ("dur", b"-1e400", False),
+        ("ts", b"1.7976931348623157e309", False),
+        ("dur", b"4.9e-330", False),  # an exponent: msgspec decides (it reads 0.0)
+        ("ts", b"1" * 310 + b".5", False),  # more than 300 digits before the point
+        ("ts", b"123456789012345678901234567890", True),  # an int beyond int64: msgspec takes it
+        ("dur", b"12.500", True),
+    ],
+)
+def test_times_msgspec_refuses_are_refused_by_the_scanner(
+    field: str, value: bytes, scanned: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped event's ts and dur are decoded by msgspec too, where a float beyond float64's
+    range is an error: the scanner used to take such an event and turn a refused trace into tables."""
+    plain = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":3}}'
+    event = _DROPPED.replace(f'"{field}":1'.encode(), f'"{field}":'.encode() + value, 1)
+    path = tmp_path / "times.json"
+    path.write_bytes(b'{"traceEvents": [' + b",\n".join([plain] * 20 + [event] + [plain] * 20) + b"]}")
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
+    reference = _outcome(path, "msgspec", monkeypatch)
+    assert _outcome(path, "piecewise", monkeypatch) == reference
+    assert _outcome(path, "ahead", monkeypatch) == reference
+    if scanned:
+        collected = _collect(path, "piecewise", monkeypatch)
+        assert collected.pieces_scanned >= 5 and collected.pieces_decoded == 0
+
+
 _SLICE = gzip.decompress(EAGER.read_bytes())
 _SLICE = _SLICE[: _SLICE.index(b"},\n  {", 60_000) + 1] + b"\n]}"
 _TOKENS = [b"\\ud800", b"\\udc00", b"\\ud83d\\ude00", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\xaf", b"\\u00e9"]

@@ -5,8 +5,8 @@
  *
  * The scanner never decides an error: on anything it does not handle exactly as kprof's msgspec
  * path would (malformed or truncated JSON, malformed UTF-8 or a lone surrogate escape in a string,
- * an unexpected type, an escaped key or category, a time with more than 3 decimals or an exponent,
- * an integer beyond int64) it answers FALLBACK and the caller decodes the same piece with msgspec,
+ * an unexpected type, an escaped key or category, a time with more than 3 decimals or an exponent
+ * or beyond float64 in any event, an integer beyond int64) it answers FALLBACK and the caller decodes the same piece with msgspec,
  * which keeps, or reports, exactly as before.
  *
  * The record layout (R_* below) is mirrored by kprof/ingest/formats/kineto_scan.py.
@@ -630,8 +630,22 @@ static int is_integral(Span v) {
     return 1;
 }
 
+/* ts and dur are decoded by msgspec for every event, the dropped ones too, and a float beyond
+ * float64's range is an error there: a time with an exponent or more than 300 digits before its
+ * point is left to msgspec. */
+static int time_plainly_in_range(Span v, char type) {
+    if (v.s == NULL || type == 'n') return 1;
+    Py_ssize_t whole = v.n; /* bytes before the point */
+    for (Py_ssize_t i = 0; i < v.n; i++) {
+        if (v.s[i] == 'e' || v.s[i] == 'E') return 0;
+        if (v.s[i] == '.' && whole == v.n) whole = i;
+    }
+    return whole <= 300;
+}
+
 static int take_event(Out *out, const Event *e, const char *base) {
     if (!types_ok(e)) return 0;
+    if (!time_plainly_in_range(e->ts, e->ts_type) || !time_plainly_in_range(e->dur, e->dur_type)) return 0;
     /* pid/tid are int | str | None: a float there is a type error on the msgspec path */
     if (e->pid.s && e->pid_type != '"' && e->pid_type != 'n' && !is_integral(e->pid)) return 0;
     if (e->tid.s && e->tid_type != '"' && e->tid_type != 'n' && !is_integral(e->tid)) return 0;
