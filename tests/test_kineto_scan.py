@@ -187,14 +187,23 @@ def _event(draw: st.DrawFn, odd: bool) -> str:
     return "{" + draw(st.sampled_from([",", ", ", ",\n    "])).join(members) + "}"
 
 
-def _agree(events: list[str], sep: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Any]:
-    path = folder / "trace.json"
-    path.write_text('{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + '], "baseTimeNanoseconds": 5}')
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 192)
+def _read_alike(path: Path, piece: int, monkeypatch: pytest.MonkeyPatch, scanned: int = 0) -> tuple[str, Any]:
+    """The same outcome (tables or error) with msgspec alone, scanned a piece at a time and scanned
+    ahead; with ``scanned``, at least that many pieces read by the scanner and none by msgspec."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", piece)
     reference = _outcome(path, "msgspec", monkeypatch)
     assert _outcome(path, "piecewise", monkeypatch) == reference
     assert _outcome(path, "ahead", monkeypatch) == reference
+    if scanned:
+        collected = _collect(path, "piecewise", monkeypatch)
+        assert collected.pieces_scanned >= scanned and collected.pieces_decoded == 0  # the scanner read them
     return reference
+
+
+def _agree(events: list[str], sep: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Any]:
+    path = folder / "trace.json"
+    path.write_text('{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + '], "baseTimeNanoseconds": 5}')
+    return _read_alike(path, 192, monkeypatch)
 
 
 _SEPARATORS = st.sampled_from([",", ",\n  ", " , "])
@@ -238,13 +247,8 @@ def test_string_ends_are_found_at_every_byte_of_a_word(
     ]
     path = tmp_path / "raw.json"
     path.write_bytes(('{"traceEvents": [' + ",\n".join(events) + "]}").encode())
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256)
-    reference = _outcome(path, "msgspec", monkeypatch)
+    reference = _read_alike(path, 256, monkeypatch, scanned=3 if valid else 0)
     assert reference[0] == ("kept" if valid else "error")
-    assert _outcome(path, "piecewise", monkeypatch) == reference
-    assert _outcome(path, "ahead", monkeypatch) == reference
-    if valid:
-        assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 3  # read by the scanner, not msgspec
 
 
 @needs_scanner
@@ -278,15 +282,17 @@ def test_args_read_in_place_agree_with_msgspec(
     plain = '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":0,"args":{"correlation":5}}'
     path = tmp_path / "repeated.json"
     path.write_text('{"traceEvents": [' + ",\n".join([plain, event.replace('"ts"', '"name":"k","ts"')] * 40) + "]}")
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
-    reference = _outcome(path, "msgspec", monkeypatch)
-    assert _outcome(path, "piecewise", monkeypatch) == reference
-    assert _outcome(path, "ahead", monkeypatch) == reference
-    if scanned:
-        assert _collect(path, "piecewise", monkeypatch).pieces_scanned >= 10  # the scanner read them
+    _read_alike(path, 512, monkeypatch, scanned=10 if scanned else 0)
 
 
 _DROPPED = b'{"ph":"X","cat":"cpu_op","name":"NAME","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x":"ARG"}}'
+
+
+def _among_kernels(event: bytes, path: Path) -> Path:
+    """``event`` between twenty kernels on each side, written to ``path``."""
+    plain = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":3}}'
+    path.write_bytes(b'{"traceEvents": [' + b",\n".join([plain] * 20 + [event] + [plain] * 20) + b"]}")
+    return path
 
 
 @needs_scanner
@@ -312,17 +318,8 @@ def test_strings_msgspec_refuses_are_refused_by_the_scanner(
     """msgspec checks UTF-8 in the strings it decodes and surrogate escapes even in values it skips:
     a dropped event's string the scanner took where msgspec refuses it would turn an error into
     tables (the scanner used to accept every byte from 0x80 and every ``\\u`` escape)."""
-    plain = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":3}}'
-    event = _DROPPED.replace(b"NAME", name).replace(b"ARG", arg)
-    path = tmp_path / "strings.json"
-    path.write_bytes(b'{"traceEvents": [' + b",\n".join([plain] * 20 + [event] + [plain] * 20) + b"]}")
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
-    reference = _outcome(path, "msgspec", monkeypatch)
-    assert _outcome(path, "piecewise", monkeypatch) == reference
-    assert _outcome(path, "ahead", monkeypatch) == reference
-    if scanned:
-        collected = _collect(path, "piecewise", monkeypatch)
-        assert collected.pieces_scanned >= 5 and collected.pieces_decoded == 0
+    path = _among_kernels(_DROPPED.replace(b"NAME", name).replace(b"ARG", arg), tmp_path / "strings.json")
+    _read_alike(path, 512, monkeypatch, scanned=5 if scanned else 0)
 
 
 @needs_scanner
@@ -343,17 +340,8 @@ def test_times_msgspec_refuses_are_refused_by_the_scanner(
 ) -> None:
     """A dropped event's ts and dur are decoded by msgspec too, where a float beyond float64's
     range is an error: the scanner used to take such an event and turn a refused trace into tables."""
-    plain = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":3}}'
     event = _DROPPED.replace(f'"{field}":1'.encode(), f'"{field}":'.encode() + value, 1)
-    path = tmp_path / "times.json"
-    path.write_bytes(b'{"traceEvents": [' + b",\n".join([plain] * 20 + [event] + [plain] * 20) + b"]}")
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 512)
-    reference = _outcome(path, "msgspec", monkeypatch)
-    assert _outcome(path, "piecewise", monkeypatch) == reference
-    assert _outcome(path, "ahead", monkeypatch) == reference
-    if scanned:
-        collected = _collect(path, "piecewise", monkeypatch)
-        assert collected.pieces_scanned >= 5 and collected.pieces_decoded == 0
+    _read_alike(_among_kernels(event, tmp_path / "times.json"), 512, monkeypatch, scanned=5 if scanned else 0)
 
 
 _SLICE = gzip.decompress(EAGER.read_bytes())
@@ -377,7 +365,4 @@ def test_damaged_trace_reads_alike_with_and_without_the_scanner(
         data[pos : pos if insert else pos + len(new)] = new
     path = tmp_path_factory.mktemp("damaged") / "trace.json"
     path.write_bytes(bytes(data))
-    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 8192)
-    reference = _outcome(path, "msgspec", monkeypatch)
-    assert _outcome(path, "piecewise", monkeypatch) == reference
-    assert _outcome(path, "ahead", monkeypatch) == reference
+    _read_alike(path, 8192, monkeypatch)
