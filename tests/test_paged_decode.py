@@ -34,7 +34,9 @@ def test_matches_float64_reference(case: Case, features: frozenset[str], dtype: 
 
 
 @pytest.mark.parametrize("lever", ["prefetch_pages", "skip_masked_tiles"])
-@pytest.mark.parametrize("grouped", [False, True])
+# ungrouped: 7 s each in the interpreter, run in CI's slow step (the grouped ones keep both levers
+# in the default run under its 5 minutes)
+@pytest.mark.parametrize("grouped", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_bitwise_levers_change_no_byte(lever: str, grouped: bool) -> None:
     base = frozenset({"grouped_heads"}) if grouped else frozenset()
     for case in WORKLOAD.cases("smoke"):

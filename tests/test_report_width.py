@@ -59,7 +59,14 @@ def test_compare_reports_fit_80_columns(tmp_path: Path) -> None:
     _check(compare_document(steps, top=None))
 
 
-@pytest.mark.parametrize("run", ["h200-2026-11-30-s4/gdn_rev", "h200-2026-11-30-s4/prog_env", "h200-2026-11-30/gdn_pr"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        "h200-2026-11-30-s4/gdn_rev",
+        "h200-2026-11-30-s4/prog_env",
+        pytest.param("h200-2026-11-30/gdn_pr", marks=pytest.mark.slow),  # 7 s: CI's slow step
+    ],
+)
 def test_run_and_attribution_reports_fit_80_columns(run: str) -> None:
     _check(run_document(analyse_run(RUNS / run)))
     _check(attribution_document(attribute(RUNS / run)))
