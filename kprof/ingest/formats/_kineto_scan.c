@@ -6,8 +6,8 @@
  * The scanner never decides an error: on anything it does not handle exactly as kprof's msgspec
  * path would (malformed or truncated JSON, malformed UTF-8 or a lone surrogate escape in a string,
  * an unexpected type, an escaped key or category, a time with more than 3 decimals or an exponent
- * or beyond float64 in any event, an integer beyond int64) it answers FALLBACK and the caller decodes the same piece with msgspec,
- * which keeps, or reports, exactly as before.
+ * or beyond float64 in any event, an integer beyond int64) it answers FALLBACK and the caller
+ * decodes the same piece with msgspec, which keeps, or reports, exactly as before.
  *
  * The record layout (R_* below) is mirrored by kprof/ingest/formats/kineto_scan.py.
  */
@@ -71,8 +71,6 @@ typedef struct {
 #define FIRST_BYTE_BY_CTZ 0
 #endif
 
-/* 1: an ASCII byte that cannot end or escape a string (a byte from 0x80 starts a UTF-8 sequence,
- * which is checked) */
 /* Rare paths (non-ASCII bytes, \u escapes) kept out of line, so that the string scan stays small. */
 #if defined(__GNUC__)
 #define COLD __attribute__((noinline, cold))
@@ -80,6 +78,8 @@ typedef struct {
 #define COLD
 #endif
 
+/* 1: an ASCII byte that cannot end or escape a string (a byte from 0x80 starts a UTF-8 sequence,
+ * which is checked) */
 static unsigned char plain_string_byte[256];
 
 static void init_tables(void) {
@@ -372,14 +372,18 @@ typedef struct {
 
 static int read_args_object(Cursor *c, int64_t *row, const char *base, int gpu);
 
+/* How a kind of event's args are read: 0 not at all, 1 as a launch's, 2 as a GPU activity's. */
+static int args_reading(int kind) {
+    if (kind == K_LAUNCH) return 1;
+    return (kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) ? 2 : 0;
+}
+
 /* The args of a kept activity or launch are read where they stand, in the one pass over the
  * event (Kineto writes ph and cat before args), instead of being skipped and read again from
  * their span: a kernel event's args are about half its bytes. 0: not known yet, or not kept. */
 static int kind_of_args(const Event *e) {
     if (e->ph.s == NULL || e->cat.s == NULL || !IS(e->ph, "X")) return 0;
-    int kind = category_kind(e->cat);
-    if (kind == K_LAUNCH) return 1;
-    return (kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) ? 2 : 0;
+    return args_reading(category_kind(e->cat));
 }
 
 /* Read one value of the event's object: known keys keep their span, others are skipped. */
@@ -681,8 +685,8 @@ static int take_event(Out *out, const Event *e, const char *base) {
     set_id(row, e->tid, e->tid_type, e->tid_escaped, R_TID, F_TID_STRING, F_TID_NULL, base, &ok);
     if (!parse_time(e->ts, &row[R_TS])) ok = 0;
     if (kind != K_LAUNCH && !parse_time(e->dur, &row[R_DUR])) ok = 0;
-    if (kind == K_LAUNCH || kind == K_KERNEL || kind == K_MEMCPY || kind == K_MEMSET) {
-        int as = kind == K_LAUNCH ? 1 : 2;
+    int as = args_reading(kind);
+    if (as) {
         if (e->args_read == as) {
             for (int i = R_DEVICE; i < R_FIELDS; i++) row[i] = e->args_row[i];
             row[R_FLAGS] |= e->args_row[R_FLAGS];

@@ -150,7 +150,6 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
         "launch_ns": _nullable(launch_ns),
         "launch_tid": _nullable(from_launch(lc.pop("tid"))),
     }
-    del start, dur, shared, launch_ns
     for axis in "xyz":
         cols["grid_" + axis] = _nullable(grids.pop(axis), np.int32)
         cols["block_" + axis] = _nullable(g.pop("block_" + axis), np.int32)
