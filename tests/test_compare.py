@@ -63,9 +63,12 @@ def test_runs_compare_per_leg_and_fail_on() -> None:
     assert bad.exit_code == 1 and "--fail-on" in bad.stderr
 
 
-def _loop_trace(path: Path, steps: int, scale: float, seed: int) -> Path:
-    """A Kineto trace of a decode loop: ``steps`` ProfilerSteps, each launching a GEMM and a small
-    kernel whose times jitter by about 1%; ``scale`` multiplies the workload."""
+LOOP_KERNELS = (("gemm", 300.0), ("rmsnorm", 20.0))
+
+
+def _loop_trace(path: Path, steps: int, scale: float, seed: int, kernels=LOOP_KERNELS) -> Path:
+    """A Kineto trace of a decode loop: ``steps`` ProfilerSteps, each launching ``kernels`` (a GEMM
+    and a small kernel) whose times jitter by about 1%; ``scale`` multiplies the workload."""
     rng = np.random.default_rng(seed)
     events, t, corr = [], 0.0, 0
     for step in range(steps):
@@ -80,7 +83,7 @@ def _loop_trace(path: Path, steps: int, scale: float, seed: int) -> Path:
                 "dur": 1000.0 * scale,
             }
         )
-        for name, us in (("gemm", 300.0), ("rmsnorm", 20.0)):
+        for name, us in kernels:
             corr += 1
             dur = round(us * scale * (1 + 0.01 * rng.standard_normal()), 3)
             events.append(
@@ -130,6 +133,25 @@ def test_one_loop_trace_per_side_uses_its_steps_as_replicates(tmp_path: Path) ->
     assert {k["verdict"] for k in worse["kernels"]} == {"SLOWER"}
     gate = runner.invoke(app, ["compare", str(base), str(big), "--fail-on", "slower>2%"])
     assert gate.exit_code == 1 and "gemm" in gate.stderr
+
+
+def test_a_kernel_on_one_side_keeps_its_calls(tmp_path: Path) -> None:
+    """ONLY IN rows show the calls of the side that has them, per step or per trace."""
+    base = _loop_trace(tmp_path / "base.json", 12, 1.0, seed=1)
+    more = _loop_trace(tmp_path / "more.json", 12, 1.0, seed=2, kernels=(*LOOP_KERNELS, ("rope", 5.0), ("rope", 5.0)))
+    only = next(k for k in _json(str(base), str(more))["kernels"] if k["name"] == "rope")
+    assert only["verdict"] == "ONLY IN B" and only["calls_b"] == 2 and only.get("calls_a") is None
+    assert only["b"] == pytest.approx(10.0, rel=0.05)  # µs per step
+    out = _json(str(EAGER), str(GRAPH))  # one trace a side, too few steps: calls per trace
+    eager = _json_trace(EAGER)
+    for k in out["kernels"]:
+        if k["verdict"] == "ONLY IN A":
+            assert k["calls_a"] == eager[k["name"]] and k.get("calls_b") is None
+
+
+def _json_trace(path: Path) -> dict[str, int]:
+    res = runner.invoke(app, ["trace", str(path), "--format", "json"], catch_exceptions=False)
+    return {k["name"]: k["calls"] for k in json.loads(res.stdout)["kernels"]}
 
 
 def test_credibly_slower_gates_on_the_interval(tmp_path: Path) -> None:

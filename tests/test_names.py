@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from kprof.ingest.names import demangle_all, short_name
+from kprof.ingest.names import LABEL_CHARS, demangle_all, short_name, table_labels
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,38 @@ def test_a_demangler_without_the_flag_is_asked_again_plainly(tmp_path, monkeypat
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert demangle_all(["_Z3foov", "plain"]) == {"_Z3foov": "foo()"}
+
+
+def test_kernels_that_share_a_short_name_are_labelled_apart() -> None:
+    """The recorded eager trace has 11 ``vectorized_elementwise_kernel`` instantiations: a table
+    that showed only short names had eleven rows alike."""
+    from conftest import EAGER
+    from kprof.ingest.load import load_trace
+
+    kernels = load_trace(EAGER).events.drop_duplicates("name")
+    names, shorts = kernels["name"].astype(str).tolist(), kernels["short_name"].astype(str).tolist()
+    labels = table_labels(names, shorts)
+    assert len(set(labels)) == len(labels) == len(names)
+    shared = {s for s in shorts if shorts.count(s) > 1}
+    assert "at::native::vectorized_elementwise_kernel" in shared
+    for label, short in zip(labels, shorts):
+        if short in shared:  # told apart by its template arguments, namespaces dropped
+            assert label.startswith(short + "<") and "at::native::" not in label[len(short) :], label
+        else:
+            assert label == short
+    assert any("sin_kernel_cuda::{lambda(float)#1}" in label for label in labels)
+    assert all(len(label) - len(short) <= max(LABEL_CHARS - len(short), 40) for label, short in zip(labels, shorts))
+
+
+def test_labels_show_where_long_names_differ_then_parameters_then_a_number() -> None:
+    long_a = "void ns::k<" + "Tile<128>, " * 20 + "Epilogue<float>>(int)"
+    long_b = "void ns::k<" + "Tile<128>, " * 20 + "Epilogue<half>>(int)"
+    a, b = table_labels([long_a, long_b], ["ns::k", "ns::k"])
+    assert a != b and a.startswith("ns::k…") and "Epilogue<float>>" in a and "Epilogue<half>>" in b
+    assert table_labels(["void k<int>(float*)", "void k<int>(double*)"], ["k", "k"]) == [
+        "k<int>(float*)",
+        "k<int>(double*)",
+    ]
+    # alike in all but the return type: numbered in order of full name
+    assert table_labels(["void k<int>(int)", "int k<int>(int)"], ["k", "k"]) == ["k<int>(int) #2", "k<int>(int) #1"]
+    assert table_labels(["mm", "mm_2"], ["mm", "mm_2"]) == ["mm", "mm_2"]

@@ -71,7 +71,9 @@ def test_a_glob_names_the_ranks(tmp_path: Path) -> None:
 
 def _tables(rank: int) -> TraceTables:
     empty = pd.DataFrame(columns=["step", "warmup", "busy_us"])
-    kernels = pd.DataFrame({"short_name": ["ncclAllReduce"], "kind": ["kernel"], "total_us": [1.0]})
+    kernels = pd.DataFrame(
+        {"name": ["ncclAllReduce"], "short_name": ["ncclAllReduce"], "kind": ["kernel"], "total_us": [1.0]}
+    )
     return TraceTables(rank, kernels, empty, None, pd.DataFrame(), {})
 
 
@@ -96,6 +98,22 @@ def test_collective_wait_is_time_beyond_the_shortest_call() -> None:
     assert waits.loc[1, "collective_us"] == pytest.approx(60) and waits.loc[1, "wait_pct"] == pytest.approx(200 / 3)
     uneven = cross_rank_tables([_tables(0), _tables(1)], [_calls([10, 10]), _calls([30])])
     assert uneven.collectives["wait_us"].sum() == 0 and "different number of times" in uneven.notes[0]
+
+
+def test_instantiations_that_share_a_short_name_stay_apart_across_ranks() -> None:
+    """Two GEMM instantiations named alike in short: each keeps its own row, spread and slowest rank."""
+    names = ["void cutlass::Kernel<gemm_128x128>(Params)", "void cutlass::Kernel<gemm_64x64>(Params)"]
+
+    def rank(r: int, totals: list[float]) -> TraceTables:
+        kernels = pd.DataFrame(
+            {"name": names, "short_name": ["cutlass::Kernel"] * 2, "kind": "kernel", "total_us": totals}
+        )
+        return TraceTables(r, kernels, pd.DataFrame(columns=["step", "warmup", "busy_us"]), None, pd.DataFrame(), {})
+
+    cross = cross_rank_tables([rank(0, [100.0, 10.0]), rank(1, [100.0, 20.0])], [_calls([]), _calls([])])
+    rows = cross.kernels.set_index("name")
+    assert len(rows) == 2 and rows.loc[names[1], "slowest_rank"] == 1 and rows.loc[names[1], "spread_pct"] > 60
+    assert rows.loc[names[0], "spread_pct"] == 0
 
 
 def test_a_bad_rank_read_by_a_worker_is_a_one_line_error(tmp_path: Path) -> None:

@@ -67,3 +67,14 @@ def test_user_step_regex_on_sglang_decode_trace() -> None:
     assert len(t.steps) == 1
     assert t.steps["kernels"].iloc[0] > 500
     assert t.steady is None  # one step is warm-up only: no steady state to report
+
+
+def test_no_two_rows_of_the_kernel_table_read_alike() -> None:
+    """Rows are distinct kernels; the table names those that share a short name apart."""
+    from kprof.report.trace_report import trace_document
+
+    tables = _tables(EAGER)
+    kernel_table = trace_document([tables], top=None).blocks[1]
+    shown = [str(row[0]) for row in kernel_table.rows]
+    assert len(shown) == len(tables.kernels) == len(set(shown))
+    assert len(set(tables.kernels["short_name"])) < len(shown)  # the short names alone repeat

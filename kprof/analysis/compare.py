@@ -18,6 +18,7 @@ import pandas as pd
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import control_false_discoveries
 from kprof.analysis.trace_tables import StepReplicates
+from kprof.ingest.names import table_labels
 
 NO_VERDICT = "ONE SAMPLE"
 UNEVEN = "NOT EVERY STEP"  # a kernel that skips some steady steps: time per step is not one quantity
@@ -125,16 +126,13 @@ def _compare_kernels(a: Side, b: Side, threshold: float, repeated: bool) -> list
     rows = []
     for (kind, name, short), e in per_kernel.items():
         key = {"kind": kind, "name": name, "short_name": short}
+        calls = {f"calls_{side}": float(np.median(e[f"calls_{side}"])) for side in "ab" if e[side]}
         if e["a"] and e["b"]:
             row = _row(key, np.array(e["a"]), np.array(e["b"]), threshold, repeated)
-            row.update(calls_a=float(np.median(e["calls_a"])), calls_b=float(np.median(e["calls_b"])))
         else:
             only = "a" if e["a"] else "b"
-            row = dict(
-                key, a=float(np.median(e["a"])) if e["a"] else np.nan, b=float(np.median(e["b"])) if e["b"] else np.nan
-            )
-            row["verdict"] = f"ONLY IN {only.upper()}"
-        rows.append(row)
+            row = dict(key, **{only: float(np.median(e[only]))}, verdict=f"ONLY IN {only.upper()}")
+        rows.append(dict(row, **calls))
     return rows
 
 
@@ -149,11 +147,13 @@ def _compare_steps(a: StepReplicates, b: StepReplicates, threshold: float) -> li
         kind, name = key
         row_key = {"kind": kind, "name": name, "short_name": a.short_names.get(name) or b.short_names.get(name)}
         if key not in a.us.index or key not in b.us.index:
-            only = "A" if key in a.us.index else "B"
-            present = a if only == "A" else b
-            rows.append(
-                dict(row_key, **{only.lower(): float(np.median(present.us.loc[key]))}, verdict=f"ONLY IN {only}")
-            )
+            only = "a" if key in a.us.index else "b"
+            present = a if only == "a" else b
+            row = {
+                only: float(np.median(present.us.loc[key])),
+                f"calls_{only}": float(np.median(present.calls.loc[key])),
+            }
+            rows.append(dict(row_key, **row, verdict=f"ONLY IN {only.upper()}"))
             continue
         ua, ub = a.us.loc[key].to_numpy(float), b.us.loc[key].to_numpy(float)
         extra = {"calls_a": float(np.median(a.calls.loc[key])), "calls_b": float(np.median(b.calls.loc[key]))}
@@ -235,7 +235,10 @@ def parse_gate(rule: str) -> Gate:
 def gate_failures(comparison: Comparison, gate: Gate) -> list[str]:
     """The rows (legs, kernels, steps) that break ``gate``, each as a line naming the row and effect."""
     broken = []
-    for table, label in ((comparison.kernels, "short_name"), (comparison.steps, "metric"), (comparison.legs, "leg")):
+    kernels = comparison.kernels
+    if len(kernels):  # named as the table names them: short names alone may be shared
+        kernels = kernels.assign(label=table_labels(kernels["name"].tolist(), kernels["short_name"].tolist()))
+    for table, label in ((kernels, "label"), (comparison.steps, "metric"), (comparison.legs, "leg")):
         if not len(table) or "effect_pct" not in table:
             continue
         for _, r in table.iterrows():

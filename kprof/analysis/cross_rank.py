@@ -78,9 +78,10 @@ def _steps(tables: list[TraceTables]) -> pd.DataFrame:
 
 
 def _kernels(tables: list[TraceTables]) -> pd.DataFrame:
-    per = pd.concat([t.kernels[["short_name", "kind", "total_us"]].assign(rank=t.rank) for t in tables])
-    per = per.groupby(["short_name", "kind", "rank"], sort=False, as_index=False)["total_us"].sum()
-    g = per.groupby(["short_name", "kind"], sort=False)["total_us"]
+    """Per kernel (full name: instantiations that share a short name are different kernels)."""
+    per = pd.concat([t.kernels[["name", "short_name", "kind", "total_us"]].assign(rank=t.rank) for t in tables])
+    per = per.groupby(["name", "short_name", "kind", "rank"], sort=False, as_index=False)["total_us"].sum()
+    g = per.groupby(["name", "short_name", "kind"], sort=False)["total_us"]
     out = pd.DataFrame(
         {
             "ranks": g.size(),

@@ -4,13 +4,19 @@ Short names drop the C++ return type, template arguments and parameter list
 (``void at::native::foo<float, 4>(float*, int)`` → ``at::native::foo``) and leave names that are
 not C++ (Triton's ``_fwd_kernel_stage1``) untouched. Only kernels get short names this way; copies
 and memsets keep their names (``Memcpy DtoD (Device -> Device)``).
+
+A table's rows are distinct kernels, and many share a short name (53 ``cutlass::Kernel`` GEMMs in
+one real trace): ``table_labels`` gives those rows their template arguments, compacted, so that no
+two rows of a table read alike.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 # (command, arguments to try first): binutils' c++filt stops at a recursion limit that the long
@@ -81,3 +87,90 @@ def short_name(name: str) -> str:
     # What remains is "[return type ]qualified::name"; a space separates the return type.
     stripped = stripped.rsplit(" ", 1)[-1]
     return stripped.replace("{anon}", "(anonymous namespace)") or name
+
+
+LABEL_CHARS = 100  # a label is cut (with "…") beyond this, keeping 40 after its short name; tables fold names
+_ANONYMOUS = "(anonymous namespace)::"
+_NAMESPACES = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
+_SPACED_CLOSE = re.compile(r">\s+(?=>)")
+_ENCLOSING_CALL = re.compile(r"\((?:[^()]|\([^()]*\))*\)(?=::)")  # a function's parameters before ::lambda
+_CHAIN_NOISE = re.compile(r"::operator\(\)\(\) const|::\{lambda\(\)#\d+\}")
+
+
+def _bracket_group(text: str, start: int, open_: str, close: str) -> str:
+    """The balanced ``open_…close`` group at ``start`` ('' when none starts there); ``->`` is not a
+    closing bracket."""
+    if start >= len(text) or text[start] != open_:
+        return ""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == open_:
+            depth += 1
+        elif c == close and not (close == ">" and text[i - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return text[start:]
+
+
+def _compact(text: str) -> str:
+    """C++ as a reader scans it: no namespaces, no enclosing functions' parameters or lambda chains
+    (``at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::…::{lambda(float)#1}``
+    → ``sin_kernel_cuda::{lambda(float)#1}``), ``>>`` closed up."""
+    text = _NAMESPACES.sub("", text.replace(_ANONYMOUS, ""))
+    text = _CHAIN_NOISE.sub("", text)
+    text = _ENCLOSING_CALL.sub("", text)
+    return _SPACED_CLOSE.sub(">", text)
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _window(text: str, others: list[str], room: int) -> str:
+    """``text`` cut to ``room`` characters around where it first differs from the most alike of
+    ``others`` (``…`` marks what is left out), so that truncation does not hide what tells it apart."""
+    if len(text) <= room:
+        return text
+    at = max((_first_difference(text, o) for o in others), default=0)
+    start = 0 if at < room - 10 else text.rfind(", ", 0, max(at - 10, 1)) + 2
+    start = 0 if start < 2 else start
+    body = text[start : start + room - (1 if start else 0) - 1]
+    return ("…" if start else "") + body + ("…" if start + len(body) < len(text) else "")
+
+
+def table_labels(names: Sequence[str], shorts: Sequence[str]) -> list[str]:
+    """What each row of a table is called: its short name, unless other rows' kernels share it;
+    then the short name with its template arguments (compacted, and cut around what tells them
+    apart), then with its parameters too, and ``#k`` (in order of full name) for any still alike."""
+    holders: defaultdict[str, set[str]] = defaultdict(set)
+    for name, short in zip(names, shorts):
+        holders[short].add(name)
+    label: dict[tuple[str, str], str] = {}
+    for short, group in holders.items():
+        if len(group) == 1:
+            label[short, next(iter(group))] = short
+            continue
+        ordered = sorted(group)
+        parts = []
+        for name in ordered:
+            at = name.find(short)
+            after = at + len(short) if at >= 0 else len(name)
+            template = _bracket_group(name, after, "<", ">")
+            params = _bracket_group(name, after + len(template), "(", ")")
+            parts.append((_compact(template), _compact(template + params)))
+        room = max(LABEL_CHARS - len(short), 40)
+        for level in (0, 1):
+            texts = [p[level] for p in parts]
+            candidates = [short + _window(t, texts[:i] + texts[i + 1 :], room) for i, t in enumerate(texts)]
+            if len(set(candidates)) == len(candidates):
+                break
+        seen = Counter(candidates)
+        counter: Counter[str] = Counter()
+        for name, text in zip(ordered, candidates):
+            if seen[text] > 1:
+                counter[text] += 1
+                text = f"{text} #{counter[text]}"
+            label[short, name] = text
+    return [label[short, name] for name, short in zip(names, shorts)]

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
+from kprof.ingest.names import table_labels
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
@@ -86,10 +87,11 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
                 for h in headers
             ],
         )
-        shown = c.kernels.head(top) if top else c.kernels
-        for _, r in shown.iterrows():
+        labels = table_labels(c.kernels["name"].tolist(), c.kernels["short_name"].tolist())
+        shown = c.kernels.assign(label=labels)
+        for _, r in (shown.head(top) if top else shown).iterrows():
             t.add(
-                r["short_name"],
+                r["label"],
                 r["kind"],
                 _calls(r.get("calls_a")),
                 _calls(r.get("calls_b")),
