@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -44,6 +45,10 @@ def test_markdown_and_csv() -> None:
     md = _run("trace", str(EAGER), "--format", "md", "--top", "5")
     assert md.exit_code == 0
     assert "| kernel | kind | calls |" in md.stdout and "(warm-up)" in md.stdout and "steady (median of 4)" in md.stdout
+    # template arguments are text, not HTML tags or emphasis, to a markdown renderer
+    rows = [line for line in md.stdout.splitlines() if line.startswith("| at::native::")]
+    assert any("\\<" in line for line in rows)
+    assert not any(re.search(r"(?<!\\)[<*]", line) for line in rows)
     csv = _run("trace", str(EAGER), "--format", "csv")
     assert csv.exit_code == 0
     header = csv.stdout.splitlines()[0]

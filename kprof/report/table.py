@@ -193,8 +193,13 @@ def _rich_table(block: Table, columns: list[int], title: str, widths: list[int] 
     return t
 
 
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\|<*`"})
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Kernel names as text, not markup: ``|`` would end a cell, ``<float>`` is an HTML tag to
+    GitHub (dropped from the page), ``*`` and backticks start emphasis and code."""
+    return text.translate(_MARKDOWN_SPECIAL)
 
 
 def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Cell]]) -> list[str]:
