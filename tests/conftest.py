@@ -31,6 +31,31 @@ def real(name: str) -> Path:
     return path
 
 
+def rocpd_db(path: Path) -> None:
+    """A minimal database with the rocpd *views* kprof reads (columns as in rocpd's data_views.sql).
+
+    No real rocpd file is public; this one is synthetic and only checks the query.
+    """
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE rocpd_metadata(tag TEXT, value TEXT);
+        INSERT INTO rocpd_metadata VALUES ('schema_version', '3.0.1');
+        CREATE TABLE k_1(name, agent_abs_index, agent_log_index, queue_id, stream_id, tid, start, "end", corr_id,
+            grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count);
+        INSERT INTO k_1 VALUES ('_Z15addition_kernelIfEvPT_PKfS3_ii', 6, 2, 1, 0, 77, 1000, 3000, 9,
+            1024, 1, 1, 64, 1, 1, 0, 16);
+        CREATE VIEW kernels AS SELECT * FROM k_1;
+        CREATE TABLE r_1(name, start, "end", pid, tid, category);
+        INSERT INTO r_1 VALUES ('decode', 500, 5000, 1, 77, 'MARKER_CORE_RANGE_API');
+        INSERT INTO r_1 VALUES ('hipLaunchKernel', 900, 950, 1, 77, 'HIP_RUNTIME_API');
+        CREATE VIEW regions AS SELECT * FROM r_1;
+    """)
+    con.commit()
+    con.close()
+
+
 def report_fuzz_count(capsys: pytest.CaptureFixture[str], what: str, tried: list, at_least: int) -> None:
     """Print, past pytest's capture, how many damaged inputs a fuzz test tried, and check it tried
     enough; skip when the fuzz test itself did not run (e.g. deselected)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
+import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import GRAPH, report_fuzz_count
+from conftest import GRAPH, report_fuzz_count, rocpd_db
 from kprof.errors import KprofInputError
 from kprof.ingest.load import load_trace
 
@@ -126,6 +128,36 @@ CSV = (
 def test_rocprof_csv_damaged(tmp_path_factory, pos: int, data: bytes, cut: bool) -> None:
     path = tmp_path_factory.mktemp("csv") / "run_kernel_trace.csv"
     path.write_bytes(CSV[:pos] if cut else CSV[:pos] + data + CSV[pos + len(data) :])
+    _check(path)
+
+
+with tempfile.TemporaryDirectory() as _d:
+    rocpd_db(Path(_d) / "x.db")
+    ROCPD = (Path(_d) / "x.db").read_bytes()
+
+
+@SETTINGS
+@given(pos=st.integers(0, len(ROCPD) - 1), data=st.binary(min_size=1, max_size=64))
+def test_rocpd_database_bytes_damaged(tmp_path_factory, pos: int, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("rocpd") / "host_1_results.db"
+    path.write_bytes(ROCPD[:pos] + data + ROCPD[pos + len(data) :])
+    _check(path)
+
+
+@SETTINGS
+@given(table=st.sampled_from(["k_1", "r_1"]), column=st.integers(0, 16), value=ODD_VALUES)
+def test_rocpd_database_value_of_any_type(tmp_path_factory, table: str, column: int, value) -> None:
+    """SQLite keeps any value in any column: text, fractions, huge integers, blobs of JSON."""
+    path = tmp_path_factory.mktemp("rocpd") / "host_1_results.db"
+    path.write_bytes(ROCPD)
+    con = sqlite3.connect(path)
+    names = [row[1] for row in con.execute(f"PRAGMA table_info({table})")]
+    stored = json.dumps(value) if isinstance(value, (list, dict)) else value
+    if isinstance(stored, int) and abs(stored) >= 2**63:
+        stored = str(stored)  # SQLite's integers are 64 bits: a larger one arrives as text
+    con.execute(f'UPDATE {table} SET "{names[column % len(names)]}" = ?', (stored,))
+    con.commit()
+    con.close()
     _check(path)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import real
+from conftest import real, rocpd_db
 from kprof.errors import KprofInputError
 from kprof.ingest.load import load_trace
 
@@ -88,6 +88,15 @@ def test_bad_number_in_csv_names_the_line(tmp_path: Path) -> None:
         load_trace(path)
 
 
+def test_a_fractional_grid_in_csv_names_its_column_and_line(tmp_path: Path) -> None:
+    path = _current_layout(tmp_path)
+    rows = path.read_text().splitlines()
+    rows[2] = rows[2].rsplit(",", 1)[0] + ",1.5"  # the last column: Grid_Size_Z
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(KprofInputError, match="Grid_Size_Z on line 3 is not an integer"):
+        load_trace(path)
+
+
 def test_rocprofv3_json_mi350x() -> None:
     t = load_trace(real("rocprofv3_json_mi350x_tracelens_908_results.json.gz"))
     assert len(t.events) == 43915
@@ -97,38 +106,69 @@ def test_rocprofv3_json_mi350x() -> None:
     assert int(first["registers"]) == 8
 
 
-def _rocpd_db(path: Path) -> None:
-    """A minimal database with the rocpd *views* kprof reads (columns as in rocpd's data_views.sql).
-
-    No real rocpd file is public; this one is synthetic and only checks the query.
-    """
-    con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE rocpd_metadata(tag TEXT, value TEXT);
-        INSERT INTO rocpd_metadata VALUES ('schema_version', '3.0.1');
-        CREATE TABLE k_1(name, agent_abs_index, agent_log_index, queue_id, stream_id, tid, start, "end", corr_id,
-            grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count);
-        INSERT INTO k_1 VALUES ('_Z15addition_kernelIfEvPT_PKfS3_ii', 6, 2, 1, 0, 77, 1000, 3000, 9,
-            1024, 1, 1, 64, 1, 1, 0, 16);
-        CREATE VIEW kernels AS SELECT * FROM k_1;
-        CREATE TABLE r_1(name, start, "end", pid, tid, category);
-        INSERT INTO r_1 VALUES ('decode', 500, 5000, 1, 77, 'MARKER_CORE_RANGE_API');
-        INSERT INTO r_1 VALUES ('hipLaunchKernel', 900, 950, 1, 77, 'HIP_RUNTIME_API');
-        CREATE VIEW regions AS SELECT * FROM r_1;
-    """)
-    con.commit()
-    con.close()
-
-
 def test_rocpd_views(tmp_path: Path) -> None:
     path = tmp_path / "host_1_results.db"
-    _rocpd_db(path)
+    rocpd_db(path)
     t = load_trace(path)
     k = t.events.iloc[0]
     assert t.meta["format"] == "rocpd" and t.meta["rocpd_schema_version"] == "3.0.1"
     assert k["short_name"] == "addition_kernel"
     assert int(k["device"]) == 2 and int(k["grid_x"]) == 16
     assert k["annotation"] == "decode"
+
+
+def test_text_in_an_integer_column_of_a_database_is_a_one_line_error(tmp_path: Path) -> None:
+    """SQLite lets any column hold text: kprof names the column and row instead of failing later."""
+    path = tmp_path / "host_1_results.db"
+    rocpd_db(path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE k_1 SET start = 'soon'")
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError, match=r"kernels\.start is not a number in kernel 1"):
+        load_trace(path)
+
+
+def test_a_database_with_text_that_is_not_utf8_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "host_1_results.db"
+    rocpd_db(path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE k_1 SET name = CAST(? AS TEXT)", (b"\xffkernel",))
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError, match="could not be read .Could not decode to UTF-8"):
+        load_trace(path)
+
+
+def test_a_schema_damaged_with_bytes_that_are_not_utf8_is_a_one_line_error(tmp_path: Path) -> None:
+    """SQLite's error message quotes the damaged schema; sqlite3 fails to decode the message itself."""
+    path = tmp_path / "host_1_results.db"
+    rocpd_db(path)
+    path.write_bytes(path.read_bytes().replace(b"CREATE TABLE k_1(", b"CREATE TABL\xff k_1("))
+    with pytest.raises(KprofInputError, match="malformed schema, with bytes that are not UTF-8"):
+        load_trace(path)
+
+
+def test_a_database_damaged_where_its_rows_are_is_a_one_line_error(tmp_path: Path) -> None:
+    """Damage that SQLite finds only when the rows are read (pandas wraps sqlite3's error in its own)."""
+    path = tmp_path / "host_1_results.db"
+    rocpd_db(path)
+    data = bytearray(path.read_bytes())
+    data[8192 : 8192 + 64] = b"\xff" * 64  # a page of the tables, not the schema
+    path.write_bytes(bytes(data))
+    with pytest.raises(KprofInputError, match="SQLite database could not be read .database disk image is malformed"):
+        load_trace(path)
+
+
+def test_rpd_text_in_an_op_time_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "matmul.rpd"
+    path.write_bytes(real("rpd_matmul_result.rpd").read_bytes())
+    con = sqlite3.connect(path)
+    con.execute("UPDATE rocpd_op SET start = 'x' WHERE id = (SELECT max(id) FROM rocpd_op)")
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError, match=r"rocpd_op\.start is not a number in GPU op \d+"):
+        load_trace(path)
 
 
 def test_rpd_mi300_vllm() -> None:

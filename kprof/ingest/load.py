@@ -32,7 +32,8 @@ def load_trace(
             trace = fmt.load(p, LoadOptions(rank=rank, recover=recover, on_progress=on_progress))
         except (pa.ArrowInvalid, OverflowError) as e:
             raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
-        except sqlite3.Error as e:
-            raise KprofInputError(path, f"SQLite database could not be read ({e})") from None
+        except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas' SQL reader wraps sqlite3's errors
+            cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
+            raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None
     trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
     return assign_ranges(trace, step_pattern)

@@ -3,10 +3,11 @@ and the meta dict every Trace carries."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
 
 if TYPE_CHECKING:
@@ -24,6 +25,43 @@ def full_and_short(names: Sequence[str], is_kernel: Iterable[bool] | None = None
     full = [demangled.get(n, n) for n in names]
     kernel = [True] * len(full) if is_kernel is None else list(is_kernel)
     return full, [short_name(f) if k else f for f, k in zip(full, kernel)]
+
+
+def integers(
+    values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = False
+) -> pd.Series:
+    """``values`` (text from a CSV, or whatever a SQLite column holds) as nullable int64. A value
+    that is not a whole number of 64 bits (``x``, ``1.5``, ``2**64``), or a missing one where
+    ``required``, is a one-line error naming ``what`` and ``where(i)`` it stands (row ``i``)."""
+    import numpy as np
+    import pandas as pd
+
+    numbers = pd.to_numeric(values, errors="coerce")
+    wrong = numbers.isna().to_numpy(bool) & (values.notna() & (values.astype(str) != "")).to_numpy(bool)
+    if required:
+        wrong |= numbers.isna().to_numpy(bool)
+    if wrong.any():
+        raise KprofInputError(path, f"{what} is not a number {where(int(np.flatnonzero(wrong)[0]))}")
+    whole = numbers.isna() | ((numbers.abs() < 2**63) & (numbers == numbers.round()))
+    if not whole.all():
+        raise KprofInputError(
+            path, f"{what} {where(int(np.flatnonzero(~whole.to_numpy(bool))[0]))} is not an integer of 64 bits"
+        )
+    return numbers.astype("Int64")
+
+
+def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = True) -> list[str]:
+    """``values`` (whatever a SQLite column holds) as text: a number as it prints, bytes as UTF-8.
+    NULL is a one-line error naming ``what`` and ``where(i)`` where ``required``, else ``""``."""
+    out = []
+    for i, v in enumerate(values.tolist()):
+        if v is None or (isinstance(v, float) and v != v):  # NULL arrives as None or NaN
+            if required:
+                raise KprofInputError(path, f"{what} is empty {where(i)}")
+            out.append("")
+        else:
+            out.append(v if isinstance(v, str) else v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+    return out
 
 
 def blocks(grid: pd.Series, block: pd.Series) -> pd.Series:

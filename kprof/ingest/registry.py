@@ -51,6 +51,9 @@ class Probe:
             return frozenset(r[0] for r in self.connect().execute("SELECT name FROM sqlite_master"))
         except sqlite3.Error as e:
             raise KprofInputError(self.path, f"SQLite database could not be read ({e})") from None
+        except UnicodeDecodeError:  # SQLite's message quotes the damaged schema, which sqlite3 decodes as UTF-8
+            problem = "SQLite database could not be read (malformed schema, with bytes that are not UTF-8)"
+            raise KprofInputError(self.path, problem) from None
 
     @property
     def json_head(self) -> bytes | None:

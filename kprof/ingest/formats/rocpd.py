@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, trace_meta
+from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integers, texts, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, events_table, range_table
 
@@ -22,9 +22,26 @@ FROM kernels
 """
 
 
+# the columns of the kernels view read as integers (SQLite lets any column hold text)
+KERNEL_INTEGERS = (
+    "agent_abs_index",
+    "agent_log_index",
+    "queue_id",
+    "tid",
+    "start",
+    "end",
+    "corr_id",
+    "lds_size",
+    "vgpr_count",
+    *(f"{c}_{axis}" for c in ("grid", "workgroup") for axis in "xyz"),
+)
+
+
 def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     k = pd.read_sql_query(ROCPD_KERNELS, con)
-    full, short = full_and_short(k["name"].astype(str).tolist())
+    for column in KERNEL_INTEGERS:
+        k[column] = integers(k[column], path, f"kernels.{column}", lambda row: f"in kernel {row + 1}")
+    full, short = full_and_short(texts(k["name"], path, "kernels.name", lambda row: f"in kernel {row + 1}"))
     device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
     cols: dict[str, Any] = {
         "rank": [rank] * len(k),
@@ -47,9 +64,11 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     regions = pd.read_sql_query(
         "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'", con
     )
-    regions = regions[regions["end"] > regions["start"]]
+    for column in ("start", "end", "pid", "tid"):
+        regions[column] = integers(regions[column], path, f"regions.{column}", lambda row: f"in region {row + 1}")
+    regions = regions[(regions["end"] > regions["start"]).fillna(False).astype(bool)]
     ranges = cpu_ranges(
-        regions["name"].tolist(),
+        texts(regions["name"], path, "regions.name", lambda row: f"in region {row + 1}"),
         regions["start"].tolist(),
         regions["end"].tolist(),
         regions["pid"].tolist(),

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, trace_meta
+from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, integers, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import text_stream
 from kprof.trace import Trace, events_table, range_table
@@ -82,15 +82,7 @@ def _ints(series: pd.Series | None, path: Path, what: str, required: bool = Fals
         if required:
             raise KprofInputError(path, f"no {what} column")
         return None
-    values = pd.to_numeric(series, errors="coerce")
-    if required and values.isna().any():
-        row = int(np.flatnonzero(values.isna().to_numpy())[0]) + 2
-        raise KprofInputError(path, f"{what} is not a number on line {row}")
-    bad = values.notna() & ((values.abs() >= 2**63) | (values != values.round()))
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0]) + 2
-        raise KprofInputError(path, f"{what} on line {row} is not an integer of 64 bits")
-    return values.astype("Int64")
+    return integers(series, path, what, lambda row: f"on line {row + 2}", required)
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:
@@ -129,9 +121,10 @@ def load_csv(path: Path, rank: int) -> Trace:
         "launch_tid": _ints(_column(frame, "thread"), path, "Thread_Id"),
     }
     for axis in "xyz":
-        wg, grid = _column(frame, f"wg_{axis}"), _column(frame, f"grid_{axis}")
+        wg = _ints(_column(frame, f"wg_{axis}"), path, f"Workgroup_Size_{axis.upper()}")
+        grid = _ints(_column(frame, f"grid_{axis}"), path, f"Grid_Size_{axis.upper()}")
         if wg is not None:
-            cols[f"block_{axis}"] = pd.to_numeric(wg, errors="coerce").astype("Int64")
+            cols[f"block_{axis}"] = wg
             if grid is not None:
                 cols[f"grid_{axis}"] = blocks(grid, wg)
     warnings: list[str] = []

@@ -13,7 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.ingest.normalize import WORK_ITEM_LAUNCHES, blocks, cpu_ranges, full_and_short, trace_meta
+from kprof.ingest.normalize import (
+    WORK_ITEM_LAUNCHES,
+    blocks,
+    cpu_ranges,
+    full_and_short,
+    integers,
+    texts,
+    trace_meta,
+)
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, events_table, range_table
 
@@ -54,12 +62,37 @@ def _kind(op_type: str) -> str | None:
     return None
 
 
+# The columns of OPS that kprof reads as integers, and where each comes from (SQLite lets any column
+# hold text)
+OP_INTEGERS = {
+    "device": "rocpd_op.gpuId",
+    "stream": "rocpd_op.queueId",
+    "start": "rocpd_op.start",
+    "end": "rocpd_op.end",
+    "launch_ns": "rocpd_api.start",
+    "launch_tid": "rocpd_api.tid",
+    "groupSegmentSize": "rocpd_kernelapi.groupSegmentSize",
+    **{f"{c}{axis}": f"rocpd_kernelapi.{c}{axis}" for c in ("grid", "workgroup") for axis in "XYZ"},
+}
+# ... and as text: (where it comes from, whether it must be there)
+OP_TEXTS = {
+    "op_type": ("rocpd_op.opType", True),
+    "description": ("rocpd_op.description", False),
+    "kernel_name": ("rocpd_kernelapi.kernelName", False),
+    "api_name": ("rocpd_api.apiName", False),
+}
+
+
 def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     ops = pd.read_sql_query(OPS, con).drop_duplicates("id")
+    for column, source in OP_INTEGERS.items():
+        ops[column] = integers(ops[column], path, source, lambda row: f"in GPU op {row + 1}")
+    for column, (source, required) in OP_TEXTS.items():
+        ops[column] = texts(ops[column], path, source, lambda row: f"in GPU op {row + 1}", required)
     ops["kind"] = ops["op_type"].map(_kind)
     skipped = int(ops["kind"].isna().sum())
     ops = ops[ops["kind"].notna()].reset_index(drop=True)
-    raw_name = ops["kernel_name"].where(ops["kernel_name"].notna() & (ops["kernel_name"] != ""), ops["description"])
+    raw_name = ops["kernel_name"].where(ops["kernel_name"] != "", ops["description"])
     raw_name = raw_name.where(raw_name != "", ops["op_type"])
     is_kernel = ops["kind"] == "kernel"
     full, short = full_and_short(raw_name.tolist(), is_kernel.tolist())
@@ -74,18 +107,20 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         "name": full,
         "short_name": short,
         "kind": ops["kind"],
-        "shared_mem_bytes": ops["groupSegmentSize"].astype("Int64"),
-        "launch_ns": ops["launch_ns"].astype("Int64"),
-        "launch_tid": ops["launch_tid"].astype("Int64"),
+        "shared_mem_bytes": ops["groupSegmentSize"],
+        "launch_ns": ops["launch_ns"],
+        "launch_tid": ops["launch_tid"],
     }
     for axis in "XYZ":
-        block = ops[f"workgroup{axis}"].astype("Int64")
-        grid = ops[f"grid{axis}"].astype("Int64")
+        block = ops[f"workgroup{axis}"]
+        grid = ops[f"grid{axis}"]
         cols[f"block_{axis.lower()}"] = block
         cols[f"grid_{axis.lower()}"] = grid.where(~work_items, blocks(grid, block))
     markers = pd.read_sql_query(MARKERS, con)
+    for column in ("start", "end", "pid", "tid"):
+        markers[column] = integers(markers[column], path, f"rocpd_api.{column}", lambda row: f"in marker {row + 1}")
     ranges = cpu_ranges(
-        markers["name"].tolist(),
+        texts(markers["name"], path, "rocpd_api marker name", lambda row: f"in marker {row + 1}"),
         markers["start"].tolist(),
         markers["end"].tolist(),
         markers["pid"].tolist(),
