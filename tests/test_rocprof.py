@@ -117,14 +117,18 @@ def test_rocpd_views(tmp_path: Path) -> None:
     assert k["annotation"] == "decode"
 
 
+def _execute(path: Path, sql: str, *params: object) -> None:
+    con = sqlite3.connect(path)
+    con.execute(sql, params)
+    con.commit()
+    con.close()
+
+
 def test_text_in_an_integer_column_of_a_database_is_a_one_line_error(tmp_path: Path) -> None:
     """SQLite lets any column hold text: kprof names the column and row instead of failing later."""
     path = tmp_path / "host_1_results.db"
     rocpd_db(path)
-    con = sqlite3.connect(path)
-    con.execute("UPDATE k_1 SET start = 'soon'")
-    con.commit()
-    con.close()
+    _execute(path, "UPDATE k_1 SET start = 'soon'")
     with pytest.raises(KprofInputError, match=r"kernels\.start is not a number in kernel 1"):
         load_trace(path)
 
@@ -132,10 +136,7 @@ def test_text_in_an_integer_column_of_a_database_is_a_one_line_error(tmp_path: P
 def test_a_database_with_text_that_is_not_utf8_is_a_one_line_error(tmp_path: Path) -> None:
     path = tmp_path / "host_1_results.db"
     rocpd_db(path)
-    con = sqlite3.connect(path)
-    con.execute("UPDATE k_1 SET name = CAST(? AS TEXT)", (b"\xffkernel",))
-    con.commit()
-    con.close()
+    _execute(path, "UPDATE k_1 SET name = CAST(? AS TEXT)", b"\xffkernel")
     with pytest.raises(KprofInputError, match="could not be read .Could not decode to UTF-8"):
         load_trace(path)
 
@@ -163,10 +164,7 @@ def test_a_database_damaged_where_its_rows_are_is_a_one_line_error(tmp_path: Pat
 def test_rpd_text_in_an_op_time_is_a_one_line_error(tmp_path: Path) -> None:
     path = tmp_path / "matmul.rpd"
     path.write_bytes(real("rpd_matmul_result.rpd").read_bytes())
-    con = sqlite3.connect(path)
-    con.execute("UPDATE rocpd_op SET start = 'x' WHERE id = (SELECT max(id) FROM rocpd_op)")
-    con.commit()
-    con.close()
+    _execute(path, "UPDATE rocpd_op SET start = 'x' WHERE id = (SELECT max(id) FROM rocpd_op)")
     with pytest.raises(KprofInputError, match=r"rocpd_op\.start is not a number in GPU op \d+"):
         load_trace(path)
 
