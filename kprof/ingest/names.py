@@ -125,15 +125,33 @@ def _compact(text: str) -> str:
 
 
 def _first_difference(a: str, b: str) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    """The length of the common prefix (halving: slices compare in C, a character loop would not)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
-def _window(text: str, others: list[str], room: int) -> str:
-    """``text`` cut to ``room`` characters around where it first differs from the most alike of
-    ``others`` (``…`` marks what is left out), so that truncation does not hide what tells it apart."""
+def _differs_at(texts: list[str]) -> list[int]:
+    """For each text, where it first differs from the most alike of the others: in sorted order the
+    most alike is a neighbour, so n log n rather than every pair."""
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    at = [0] * len(texts)
+    for a, b in zip(order, order[1:]):
+        shared = _first_difference(texts[a], texts[b])
+        at[a], at[b] = max(at[a], shared), max(at[b], shared)
+    return at
+
+
+def _window(text: str, at: int, room: int) -> str:
+    """``text`` cut to ``room`` characters around ``at``, where it differs from the others (``…``
+    marks what is left out), so that truncation does not hide what tells it apart."""
     if len(text) <= room:
         return text
-    at = max((_first_difference(text, o) for o in others), default=0)
     start = 0 if at < room - 10 else text.rfind(", ", 0, max(at - 10, 1)) + 2
     start = 0 if start < 2 else start
     body = text[start : start + room - (1 if start else 0) - 1]
@@ -163,7 +181,7 @@ def table_labels(names: Sequence[str], shorts: Sequence[str]) -> list[str]:
         room = max(LABEL_CHARS - len(short), 40)
         for level in (0, 1):
             texts = [p[level] for p in parts]
-            candidates = [short + _window(t, texts[:i] + texts[i + 1 :], room) for i, t in enumerate(texts)]
+            candidates = [short + _window(t, at, room) for t, at in zip(texts, _differs_at(texts))]
             if len(set(candidates)) == len(candidates):
                 break
         seen = Counter(candidates)
