@@ -124,6 +124,20 @@ def _execute(path: Path, sql: str, *params: object) -> None:
     con.close()
 
 
+def test_database_integers_beyond_2_53_stay_exact_beside_a_null(tmp_path: Path) -> None:
+    """pandas reads an integer column that holds a NULL as float64, which rounds values beyond 2**53
+    (ns of a clock past 104 days of uptime)."""
+    path = tmp_path / "host_1_results.db"
+    rocpd_db(path)
+    big = 2**53 + 1
+    _execute(path, 'UPDATE k_1 SET start = ?, "end" = ?, corr_id = ?', big, big + 1000, big + 2)
+    _execute(path, "INSERT INTO k_1 SELECT * FROM k_1")
+    _execute(path, "UPDATE k_1 SET corr_id = NULL, start = ? WHERE rowid = 2", big + 2)
+    k = load_trace(path).events.sort_values("start_ns")
+    assert k["start_ns"].tolist() == [big, big + 2] and k["end_ns"].tolist() == [big + 1000, big + 1000]
+    assert k["correlation"].iloc[0] == big + 2 and k["correlation"].isna().iloc[1]
+
+
 def test_text_in_an_integer_column_of_a_database_is_a_one_line_error(tmp_path: Path) -> None:
     """SQLite lets any column hold text: kprof names the column and row instead of failing later."""
     path = tmp_path / "host_1_results.db"

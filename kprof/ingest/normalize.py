@@ -53,9 +53,11 @@ def integers(
 def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = True) -> list[str]:
     """``values`` (whatever a SQLite column holds) as text: a number as it prints, bytes as UTF-8.
     NULL is a one-line error naming ``what`` and ``where(i)`` where ``required``, else ``""``."""
+    import pandas as pd
+
     out = []
     for i, v in enumerate(values.tolist()):
-        if v is None or (isinstance(v, float) and v != v):  # NULL arrives as None or NaN
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):  # NULL, as each reader gives it
             if required:
                 raise KprofInputError(path, f"{what} is empty {where(i)}")
             out.append("")

@@ -37,11 +37,19 @@ KERNEL_INTEGERS = (
 )
 
 
+def _in_kernel(row: int) -> str:
+    return f"in kernel {row + 1}"
+
+
+def _in_region(row: int) -> str:
+    return f"in region {row + 1}"
+
+
 def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
-    k = pd.read_sql_query(ROCPD_KERNELS, con)
+    k = pd.read_sql_query(ROCPD_KERNELS, con, dtype_backend="numpy_nullable")
     for column in KERNEL_INTEGERS:
-        k[column] = integers(k[column], path, f"kernels.{column}", lambda row: f"in kernel {row + 1}")
-    full, short = full_and_short(texts(k["name"], path, "kernels.name", lambda row: f"in kernel {row + 1}"))
+        k[column] = integers(k[column], path, f"kernels.{column}", _in_kernel, required=column in ("start", "end"))
+    full, short = full_and_short(texts(k["name"], path, "kernels.name", _in_kernel))
     device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
     cols: dict[str, Any] = {
         "rank": [rank] * len(k),
@@ -62,13 +70,16 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         cols[f"block_{axis}"] = k[f"workgroup_{axis}"]
         cols[f"grid_{axis}"] = blocks(k[f"grid_{axis}"], k[f"workgroup_{axis}"])
     regions = pd.read_sql_query(
-        "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'", con
+        "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'",
+        con,
+        dtype_backend="numpy_nullable",
     )
     for column in ("start", "end", "pid", "tid"):
-        regions[column] = integers(regions[column], path, f"regions.{column}", lambda row: f"in region {row + 1}")
+        required = column in ("start", "end")
+        regions[column] = integers(regions[column], path, f"regions.{column}", _in_region, required)
     regions = regions[(regions["end"] > regions["start"]).fillna(False).astype(bool)]
     ranges = cpu_ranges(
-        texts(regions["name"], path, "regions.name", lambda row: f"in region {row + 1}"),
+        texts(regions["name"], path, "regions.name", _in_region),
         regions["start"].tolist(),
         regions["end"].tolist(),
         regions["pid"].tolist(),

@@ -83,12 +83,21 @@ OP_TEXTS = {
 }
 
 
+def _in_op(row: int) -> str:
+    return f"in GPU op {row + 1}"
+
+
+def _in_marker(row: int) -> str:
+    return f"in marker {row + 1}"
+
+
 def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
-    ops = pd.read_sql_query(OPS, con).drop_duplicates("id")
+    ops = pd.read_sql_query(OPS, con, dtype_backend="numpy_nullable").drop_duplicates("id")
     for column, source in OP_INTEGERS.items():
-        ops[column] = integers(ops[column], path, source, lambda row: f"in GPU op {row + 1}")
+        required = column in ("start", "end")
+        ops[column] = integers(ops[column], path, source, _in_op, required)
     for column, (source, required) in OP_TEXTS.items():
-        ops[column] = texts(ops[column], path, source, lambda row: f"in GPU op {row + 1}", required)
+        ops[column] = texts(ops[column], path, source, _in_op, required)
     ops["kind"] = ops["op_type"].map(_kind)
     skipped = int(ops["kind"].isna().sum())
     ops = ops[ops["kind"].notna()].reset_index(drop=True)
@@ -116,11 +125,12 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         grid = ops[f"grid{axis}"]
         cols[f"block_{axis.lower()}"] = block
         cols[f"grid_{axis.lower()}"] = grid.where(~work_items, blocks(grid, block))
-    markers = pd.read_sql_query(MARKERS, con)
+    markers = pd.read_sql_query(MARKERS, con, dtype_backend="numpy_nullable")
     for column in ("start", "end", "pid", "tid"):
-        markers[column] = integers(markers[column], path, f"rocpd_api.{column}", lambda row: f"in marker {row + 1}")
+        required = column in ("start", "end")
+        markers[column] = integers(markers[column], path, f"rocpd_api.{column}", _in_marker, required)
     ranges = cpu_ranges(
-        texts(markers["name"], path, "rocpd_api marker name", lambda row: f"in marker {row + 1}"),
+        texts(markers["name"], path, "rocpd_api marker name", _in_marker),
         markers["start"].tolist(),
         markers["end"].tolist(),
         markers["pid"].tolist(),
