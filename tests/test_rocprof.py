@@ -88,6 +88,16 @@ def test_bad_number_in_csv_names_the_line(tmp_path: Path) -> None:
         load_trace(path)
 
 
+def test_a_blank_csv_field_leaves_the_column_exact(tmp_path: Path) -> None:
+    path = _current_layout(tmp_path)
+    rows = path.read_text().splitlines()
+    rows[1] = rows[1].replace('int, int)",1,', 'int, int)",,')  # no Correlation_Id
+    rows[2] = rows[2].replace('"triton_poi_fused_add_0",2,', f'"triton_poi_fused_add_0",{2**53 + 1},')
+    path.write_text("\n".join(rows) + "\n")
+    correlation = load_trace(path).events.sort_values("start_ns")["correlation"]
+    assert correlation.isna().iloc[0] and correlation.iloc[1] == 2**53 + 1
+
+
 def test_a_fractional_grid_in_csv_names_its_column_and_line(tmp_path: Path) -> None:
     path = _current_layout(tmp_path)
     rows = path.read_text().splitlines()

@@ -36,8 +36,11 @@ def integers(
     import numpy as np
     import pandas as pd
 
-    numbers = pd.to_numeric(values, errors="coerce")
-    wrong = numbers.isna().to_numpy(bool) & (values.notna() & (values.astype(str) != "")).to_numpy(bool)
+    if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+        values = values.replace("", None)  # a blank CSV field is missing, not malformed
+    # nullable: a column with a missing value stays integer (float64 would round beyond 2**53)
+    numbers = pd.to_numeric(values, errors="coerce", dtype_backend="numpy_nullable")
+    wrong = numbers.isna().to_numpy(bool) & values.notna().to_numpy(bool)
     if required:
         wrong |= numbers.isna().to_numpy(bool)
     if wrong.any():
