@@ -78,6 +78,20 @@ def test_benjamini_hochberg_vector() -> None:
     assert S.benjamini_hochberg([0.001, 0.01, 0.02, 0.04, 0.2]).tolist() == [True, True, True, True, False]
 
 
+def test_tied_samples_and_nan_p_values_are_no_discovery(monkeypatch) -> None:
+    """scipy 1.18 gives Mann–Whitney p = NaN when every value of both samples is tied (two identical
+    traces), and its BH refuses NaN: kprof compare crashed there. Tied samples mean no shift."""
+    assert not S.benjamini_hochberg([float("nan"), 1.0 + 1e-15]).any()
+    assert S.benjamini_hochberg([float("nan"), 1e-6]).tolist() == [False, True]
+
+    class NoVariance:
+        pvalue = float("nan")
+
+    monkeypatch.setattr(S.sps, "mannwhitneyu", lambda *a, **k: NoVariance())
+    effect = S.two_sample([2.0] * 6, [2.0] * 6)
+    assert effect.p == 1.0 and effect.estimate == 0.0
+
+
 def test_shapley_two_and_three_levers() -> None:
     v2 = np.array([0.0, -0.10, -0.02, -0.15])  # bitmask order: ∅, {0}, {1}, {0,1}
     assert S.shapley(v2, 2) == pytest.approx([-0.115, -0.035])

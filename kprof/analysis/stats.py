@@ -96,6 +96,8 @@ def benjamini_hochberg(pvalues: Sequence[float], q: float = ALPHA) -> np.ndarray
     p = np.asarray(pvalues, dtype=float)
     if len(p) == 0:
         return np.zeros(0, dtype=bool)
+    # NaN (no test was possible) is never a discovery; scipy refuses it, and any rounding beyond [0, 1]
+    p = np.where(np.isnan(p), 1.0, np.clip(p, 0.0, 1.0))
     return sps.false_discovery_control(p, method="bh") <= q
 
 
@@ -364,4 +366,6 @@ def two_sample(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> 
     k = int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12.0)))
     lo, hi = (float(diffs[k - 1]), float(diffs[len(diffs) - k])) if k >= 1 else (-math.inf, math.inf)
     p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue) if n and m else 1.0
+    if math.isnan(p):  # every value tied across both samples: scipy 1.18 gives NaN (no variance), no shift
+        p = 1.0
     return Effect(rounds=min(n, m), estimate=est, low=lo, high=hi, p=p, p_sign=float("nan"))
