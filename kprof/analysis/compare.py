@@ -18,7 +18,7 @@ import pandas as pd
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import control_false_discoveries
 from kprof.analysis.trace_tables import StepReplicates
-from kprof.ingest.names import table_labels
+from kprof.ingest.names import labelled
 
 NO_VERDICT = "ONE SAMPLE"
 UNEVEN = "NOT EVERY STEP"  # a kernel that skips some steady steps: time per step is not one quantity
@@ -235,9 +235,7 @@ def parse_gate(rule: str) -> Gate:
 def gate_failures(comparison: Comparison, gate: Gate) -> list[str]:
     """The rows (legs, kernels, steps) that break ``gate``, each as a line naming the row and effect."""
     broken = []
-    kernels = comparison.kernels
-    if len(kernels):  # named as the table names them: short names alone may be shared
-        kernels = kernels.assign(label=table_labels(kernels["name"].tolist(), kernels["short_name"].tolist()))
+    kernels = labelled(comparison.kernels)  # named as the table names them: short names may be shared
     for table, label in ((kernels, "label"), (comparison.steps, "metric"), (comparison.legs, "leg")):
         if not len(table) or "effect_pct" not in table:
             continue

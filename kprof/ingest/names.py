@@ -18,6 +18,10 @@ import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (command, arguments to try first): binutils' c++filt stops at a recursion limit that the long
 # CK and CUTLASS names of real traces hit; ``--no-recurse-limit`` (binutils 2.32+) lifts it.
@@ -192,3 +196,10 @@ def table_labels(names: Sequence[str], shorts: Sequence[str]) -> list[str]:
                 text = f"{text} #{counter[text]}"
             label[short, name] = text
     return [label[short, name] for name, short in zip(names, shorts)]
+
+
+def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
+    """``kernels`` (rows with ``name`` and ``short_name``) with the ``label`` each row is shown by."""
+    if not len(kernels):
+        return kernels.assign(label=[])
+    return kernels.assign(label=table_labels(kernels["name"].tolist(), kernels["short_name"].tolist()))

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
-from kprof.ingest.names import table_labels
+from kprof.ingest.names import labelled
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
@@ -87,8 +87,7 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
                 for h in headers
             ],
         )
-        labels = table_labels(c.kernels["name"].tolist(), c.kernels["short_name"].tolist())
-        shown = c.kernels.assign(label=labels)
+        shown = labelled(c.kernels)
         for _, r in (shown.head(top) if top else shown).iterrows():
             t.add(
                 r["label"],

@@ -12,7 +12,7 @@ import pandas as pd
 from kprof.analysis.cross_rank import CrossRank
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
 from kprof.ingest.assign_ranges import DEFAULT_STEP_PATTERN
-from kprof.ingest.names import table_labels
+from kprof.ingest.names import labelled
 from kprof.report.table import Column, Document, Table, records
 
 # (column of the per-kernel table, header, shown in narrow terminals too); "label" is the short
@@ -72,18 +72,13 @@ def _title(t: TraceTables) -> str:
     )
 
 
-def _labelled(kernels: pd.DataFrame) -> pd.DataFrame:
-    """``kernels`` with a ``label`` column: each row's short name, told apart where rows share it."""
-    return kernels.assign(label=table_labels(kernels["name"].tolist(), kernels["short_name"].tolist()))
-
-
 def _kernel_table(t: TraceTables, top: int | None) -> Table:
     columns = [
         Column(h, "left" if c in LEFT else "right", is_name=c == "label", wide_only=not narrow)
         for c, h, narrow in KERNEL_VIEW
     ]
     table = Table("per kernel (µs per call)", columns)
-    for row in _rows(_labelled(t.kernels), [c for c, _, _ in KERNEL_VIEW], top):
+    for row in _rows(labelled(t.kernels), [c for c, _, _ in KERNEL_VIEW], top):
         table.add(*row)
     if top is not None and len(t.kernels) > top:
         table.notes.append(f"… {len(t.kernels) - top} more kernels (--top to show more)")
@@ -160,7 +155,7 @@ def _cross_rank(doc: Document, cross: CrossRank, top: int | None) -> None:
     doc.text("across ranks", "rule")
     if len(cross.steps):
         doc.table(_view_table("slowest rank per steady step (GPU busy µs)", cross.steps, RANK_STEP_VIEW, top))
-    doc.table(_view_table("each kernel's total µs across ranks", _labelled(cross.kernels), RANK_KERNEL_VIEW, top))
+    doc.table(_view_table("each kernel's total µs across ranks", labelled(cross.kernels), RANK_KERNEL_VIEW, top))
     if len(cross.collectives):
         t = _view_table("collectives (NCCL/RCCL) per rank", cross.collectives, RANK_COLLECTIVE_VIEW, None)
         t.notes.append("waiting: each call's time beyond its shortest on any rank (the straggler waits least)")
