@@ -3,7 +3,7 @@ and the meta dict every Trace carries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,11 @@ def full_and_short(names: Sequence[str], is_kernel: Iterable[bool] | None = None
     full = [demangled.get(n, n) for n in names]
     kernel = [True] * len(full) if is_kernel is None else list(is_kernel)
     return full, [short_name(f) if k else f for f, k in zip(full, kernel)]
+
+
+def numbered(what: str, first: int = 1) -> Callable[[int], str]:
+    """Where row ``i`` stands, as a message says it: ``numbered("in kernel")(0)`` → ``in kernel 1``."""
+    return lambda row: f"{what} {row + first}"
 
 
 def integers(
@@ -53,6 +58,19 @@ def integers(
     return numbers.astype("Int64")
 
 
+def integer_columns(
+    frame: pd.DataFrame,
+    sources: Mapping[str, str],
+    path: Path,
+    where: Callable[[int], str],
+    required: Collection[str] = ("start", "end"),
+) -> None:
+    """Each column of ``frame`` named in ``sources`` through ``integers``, in place; ``sources`` says
+    what a message calls it (the table and column it was read from)."""
+    for column, source in sources.items():
+        frame[column] = integers(frame[column], path, source, where, column in required)
+
+
 def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = True) -> list[str]:
     """``values`` (whatever a SQLite column holds) as text: a number as it prints, bytes as UTF-8.
     NULL is a one-line error naming ``what`` and ``where(i)`` where ``required``, else ``""``."""
@@ -60,7 +78,7 @@ def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str],
 
     out = []
     for i, v in enumerate(values.tolist()):
-        if v is None or v is pd.NA or (isinstance(v, float) and v != v):  # NULL, as each reader gives it
+        if pd.isna(v):  # NULL, as None, NaN or NA
             if required:
                 raise KprofInputError(path, f"{what} is empty {where(i)}")
             out.append("")

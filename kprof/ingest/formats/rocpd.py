@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integers, texts, trace_meta
+from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, events_table, range_table
 
@@ -37,19 +37,11 @@ KERNEL_INTEGERS = (
 )
 
 
-def _in_kernel(row: int) -> str:
-    return f"in kernel {row + 1}"
-
-
-def _in_region(row: int) -> str:
-    return f"in region {row + 1}"
-
-
 def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     k = pd.read_sql_query(ROCPD_KERNELS, con, dtype_backend="numpy_nullable")
-    for column in KERNEL_INTEGERS:
-        k[column] = integers(k[column], path, f"kernels.{column}", _in_kernel, required=column in ("start", "end"))
-    full, short = full_and_short(texts(k["name"], path, "kernels.name", _in_kernel))
+    in_kernel = numbered("in kernel")
+    integer_columns(k, {c: f"kernels.{c}" for c in KERNEL_INTEGERS}, path, in_kernel)
+    full, short = full_and_short(texts(k["name"], path, "kernels.name", in_kernel))
     device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
     cols: dict[str, Any] = {
         "rank": [rank] * len(k),
@@ -74,12 +66,11 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         con,
         dtype_backend="numpy_nullable",
     )
-    for column in ("start", "end", "pid", "tid"):
-        required = column in ("start", "end")
-        regions[column] = integers(regions[column], path, f"regions.{column}", _in_region, required)
-    regions = regions[(regions["end"] > regions["start"]).fillna(False).astype(bool)]
+    in_region = numbered("in region")
+    integer_columns(regions, {c: f"regions.{c}" for c in ("start", "end", "pid", "tid")}, path, in_region)
+    regions = regions[regions["end"] > regions["start"]]
     ranges = cpu_ranges(
-        texts(regions["name"], path, "regions.name", _in_region),
+        texts(regions["name"], path, "regions.name", in_region),
         regions["start"].tolist(),
         regions["end"].tolist(),
         regions["pid"].tolist(),

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, integers, trace_meta
+from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, integers, numbered, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import text_stream
 from kprof.trace import Trace, events_table, range_table
@@ -77,12 +77,15 @@ def _column(frame: pd.DataFrame, key: str) -> pd.Series | None:
     return None
 
 
+ON_LINE = numbered("on line", 2)  # the header is line 1
+
+
 def _ints(series: pd.Series | None, path: Path, what: str, required: bool = False) -> pd.Series | None:
     if series is None:
         if required:
             raise KprofInputError(path, f"no {what} column")
         return None
-    return integers(series, path, what, lambda row: f"on line {row + 2}", required)
+    return integers(series, path, what, ON_LINE, required)
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:

@@ -18,7 +18,8 @@ from kprof.ingest.normalize import (
     blocks,
     cpu_ranges,
     full_and_short,
-    integers,
+    integer_columns,
+    numbered,
     texts,
     trace_meta,
 )
@@ -83,21 +84,12 @@ OP_TEXTS = {
 }
 
 
-def _in_op(row: int) -> str:
-    return f"in GPU op {row + 1}"
-
-
-def _in_marker(row: int) -> str:
-    return f"in marker {row + 1}"
-
-
 def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     ops = pd.read_sql_query(OPS, con, dtype_backend="numpy_nullable").drop_duplicates("id")
-    for column, source in OP_INTEGERS.items():
-        required = column in ("start", "end")
-        ops[column] = integers(ops[column], path, source, _in_op, required)
+    in_op = numbered("in GPU op")
+    integer_columns(ops, OP_INTEGERS, path, in_op)
     for column, (source, required) in OP_TEXTS.items():
-        ops[column] = texts(ops[column], path, source, _in_op, required)
+        ops[column] = texts(ops[column], path, source, in_op, required)
     ops["kind"] = ops["op_type"].map(_kind)
     skipped = int(ops["kind"].isna().sum())
     ops = ops[ops["kind"].notna()].reset_index(drop=True)
@@ -126,11 +118,10 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         cols[f"block_{axis.lower()}"] = block
         cols[f"grid_{axis.lower()}"] = grid.where(~work_items, blocks(grid, block))
     markers = pd.read_sql_query(MARKERS, con, dtype_backend="numpy_nullable")
-    for column in ("start", "end", "pid", "tid"):
-        required = column in ("start", "end")
-        markers[column] = integers(markers[column], path, f"rocpd_api.{column}", _in_marker, required)
+    in_marker = numbered("in marker")
+    integer_columns(markers, {c: f"rocpd_api.{c}" for c in ("start", "end", "pid", "tid")}, path, in_marker)
     ranges = cpu_ranges(
-        texts(markers["name"], path, "rocpd_api marker name", _in_marker),
+        texts(markers["name"], path, "rocpd_api marker name", in_marker),
         markers["start"].tolist(),
         markers["end"].tolist(),
         markers["pid"].tolist(),
