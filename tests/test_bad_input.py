@@ -74,12 +74,16 @@ def test_gzip_truncated_anywhere_recovers_or_says_so(tmp_path_factory, cut: int)
         assert len(trace.events) <= len(load_trace(GRAPH).events)
 
 
+def _overwritten(path: Path, raw: bytes, pos: int, data: bytes) -> Path:
+    """``path`` holding ``raw`` with ``data`` written over it from ``pos``."""
+    path.write_bytes(raw[:pos] + data + raw[pos + len(data) :])
+    return path
+
+
 @SETTINGS
 @given(pos=st.integers(0, len(RAW) - 1), data=st.binary(min_size=1, max_size=4))
 def test_bytes_overwritten(tmp_path_factory, pos: int, data: bytes) -> None:
-    path = tmp_path_factory.mktemp("flip") / "t.json"
-    path.write_bytes(RAW[:pos] + data + RAW[pos + len(data) :])
-    _check(path)
+    _check(_overwritten(tmp_path_factory.mktemp("flip") / "t.json", RAW, pos, data))
 
 
 @SETTINGS
@@ -127,7 +131,10 @@ CSV = (
 @given(pos=st.integers(0, len(CSV) - 1), data=st.binary(min_size=1, max_size=3), cut=st.booleans())
 def test_rocprof_csv_damaged(tmp_path_factory, pos: int, data: bytes, cut: bool) -> None:
     path = tmp_path_factory.mktemp("csv") / "run_kernel_trace.csv"
-    path.write_bytes(CSV[:pos] if cut else CSV[:pos] + data + CSV[pos + len(data) :])
+    if cut:
+        path.write_bytes(CSV[:pos])
+    else:
+        _overwritten(path, CSV, pos, data)
     _check(path)
 
 
@@ -139,9 +146,7 @@ with tempfile.TemporaryDirectory() as _d:
 @SETTINGS
 @given(pos=st.integers(0, len(ROCPD) - 1), data=st.binary(min_size=1, max_size=64))
 def test_rocpd_database_bytes_damaged(tmp_path_factory, pos: int, data: bytes) -> None:
-    path = tmp_path_factory.mktemp("rocpd") / "host_1_results.db"
-    path.write_bytes(ROCPD[:pos] + data + ROCPD[pos + len(data) :])
-    _check(path)
+    _check(_overwritten(tmp_path_factory.mktemp("rocpd") / "host_1_results.db", ROCPD, pos, data))
 
 
 @SETTINGS
