@@ -51,6 +51,9 @@ IMPL = "impl"  # "torch": time the workload's plain-PyTorch implementation
 PLANT = "plant_pct"  # the leg's work plus a spin of this percentage of the baseline time
 SPIN_PARAM = "spin_pct"  # that spin alone
 KPROF_PARAMS = (IMPL, PLANT, SPIN_PARAM)
+# A program run's kernel case is the kernel's full name and this: a name every round and leg
+# reports alike, so two instantiations of one template never share a case (tables show labels).
+PER_CALL = " (per call)"
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from conftest import HAS_GPU, ROOT
 from kprof.cli import app
 from kprof.collectors import rocprofv3
+from kprof.collectors.torch_profile import kernel_times
 from kprof.engine.program import parse_leg
 from kprof.errors import KprofInputError
 
@@ -72,6 +74,46 @@ def test_whole_program_under_rocprofv3_finds_a_planted_slowdown(tmp_path: Path, 
     assert ("attn_kernel (per call)", "slow") in rows  # per-kernel µs/call, short names from the CSV
     traces = list((tmp_path / "run" / "traces").rglob("*_kernel_trace.csv"))
     assert len(traces) == 3 * 9  # 3 legs (A/A included) × (8 rounds + burn-in)
+
+
+@pytest.mark.slow  # a whole program run twice under the fake rocprofv3 (6 s)
+def test_program_legs_keep_a_templates_instantiations_apart(tmp_path: Path, monkeypatch) -> None:
+    """A leg that launches more of a template's fast instantiation changes no kernel's speed: each
+    instantiation is its own case (grouped by short name, the mean per call moved by 80%)."""
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    legs = ["--leg", "base:FAKE_HALF_CALLS=5", "--leg", "mix:FAKE_HALF_CALLS=15"]
+    out = tmp_path / "run"
+    args = ["run", *legs, "--collector", "rocprofv3", "--rounds", "6", "--out", str(out), "--format", "json"]
+    res = runner.invoke(app, [*args, "--", sys.executable, "-c", "pass"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    rows = {(r["case"], r["leg"]): r for r in json.loads(res.stdout)["legs"]}
+    for label in ("attn_kernel<float> (per call)", "attn_kernel<__half> (per call)"):
+        assert rows[(label, "mix")]["verdict"] in {"SAME", "UNRESOLVED"}, rows[(label, "mix")]
+        assert abs(rows[(label, "mix")]["effect_pct"]) < 1
+    assert ("triton_poi_fused_add_0 (per call)", "mix") in rows  # a name no other kernel shares stays short
+    stored = set(pd.read_parquet(out / "samples").astype({"case": str})["case"])
+    assert "void attn_kernel<__half>(__half*, int) (per call)" in stored  # the full name, stable across legs
+    same = runner.invoke(app, ["compare", str(out), str(out), "--format", "json"], catch_exceptions=False)
+    compared = {r["case"] for r in json.loads(same.stdout)["legs"]}
+    assert {"attn_kernel<float> (per call)", "attn_kernel<__half> (per call)"} <= compared  # matched by full name
+
+
+def test_torch_collector_kernel_times_keep_instantiations_apart(tmp_path: Path) -> None:
+    def x(cat: str, name: str, ts: float, dur: float, **args) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+    kernel = dict(device=0, stream=7)
+    events = [
+        x("gpu_user_annotation", "kprof|base|1", 0, 100),
+        x("kernel", "void k<float>(float*)", 10, 20, correlation=1, **kernel),
+        x("kernel", "void k<__half>(__half*)", 40, 5, correlation=2, **kernel),
+        x("kernel", "void k<__half>(__half*)", 50, 5, correlation=3, **kernel),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    times = kernel_times(path, "c").set_index("kernel")
+    assert times.loc["void k<float>(float*)", ["calls", "total_us"]].tolist() == [1, 20.0]
+    assert times.loc["void k<__half>(__half*)", ["calls", "total_us"]].tolist() == [2, 10.0]
 
 
 def test_program_errors(tmp_path: Path, monkeypatch) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.analysis.run_effects import control_false_discoveries
+from kprof.analysis.run_effects import control_false_discoveries, kernel_case_labels
 from kprof.analysis.trace_tables import StepReplicates
 from kprof.ingest.names import labelled
 
@@ -110,7 +110,8 @@ def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> li
             if leg == control:
                 row["role"] = CONTROL
             rows.append(row)
-    return rows
+    shown = kernel_case_labels(row["case"] for row in rows)
+    return [dict(row, case=shown[row["case"]]) for row in rows]
 
 
 def _compare_kernels(a: Side, b: Side, threshold: float, repeated: bool) -> list[dict[str, Any]]:

@@ -13,12 +13,14 @@ from kprof.analysis.run_effects import (
     CaseSummary,
     calibration_table,
     gpu_spread,
+    kernel_case_labels,
     leg_effects,
     per_round_logs,
     round_statistics,
     sign_rule,
 )
 from kprof.errors import KprofInputError
+from kprof.ingest.names import name_labels
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
@@ -56,13 +58,17 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     samples = without_failed_legs(folder.read("samples", skip_damaged=True), run)
     if samples.empty:
         raise KprofInputError(root, no_rounds_message(run))
+    if run.kind == "program":
+        cases = samples["case"].astype(str)
+        samples = samples.assign(case=cases.map(kernel_case_labels(cases.unique())))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct
     effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call)
     kernels = folder.read("kernels", skip_damaged=True)
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
+        labels = name_labels(kernels["kernel"].astype(str))
         as_samples = kernels.assign(
-            case=kernels["case"].astype(str) + " · " + kernels["kernel"].astype(str),
+            case=kernels["case"].astype(str) + " · " + kernels["kernel"].astype(str).map(labels),
             time_ns=kernels["total_us"] * 1e3,
             sample=0,
             burn_in=False,

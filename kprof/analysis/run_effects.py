@@ -14,6 +14,7 @@ family of look-alike comparisons is searched for its best member: the values of 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +22,21 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.run_model import PLANT, SPIN_PARAM, Leg, Role, Run
+from kprof.ingest.names import name_labels
+from kprof.run_model import PER_CALL, PLANT, SPIN_PARAM, Leg, Role, Run
 
 TRIM = 0.2
 NO_BASELINE = "NO BASELINE"  # the case has no baseline rounds (a kernel the baseline never launches)
+
+
+def kernel_case_labels(cases: Iterable[str]) -> dict[str, str]:
+    """Each case → the name its tables show. A program run stores a kernel's case under the kernel's
+    full name (the same in every round and leg); it is shown by the label that tells it from the
+    other kernels given (the short name where no other kernel shares it). Other cases keep theirs."""
+    cases = list(cases)
+    kernels = [c.removesuffix(PER_CALL) for c in cases if c.endswith(PER_CALL)]
+    shown = {name + PER_CALL: label + PER_CALL for name, label in name_labels(kernels).items()}
+    return {case: shown.get(case, case) for case in cases}
 
 
 def round_statistics(samples: pd.DataFrame) -> pd.DataFrame:

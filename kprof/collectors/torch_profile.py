@@ -41,7 +41,8 @@ def profile_rounds(
 
 
 def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
-    """Per (leg, round, kernel): calls and device µs, from the annotated trace."""
+    """Per (leg, round, kernel): calls and device µs, from the annotated trace; a kernel is its full
+    name, so instantiations of one template stay apart (reports label them)."""
     from kprof.ingest.load import load_trace
 
     trace = load_trace(trace_path)
@@ -51,10 +52,10 @@ def kernel_times(trace_path: Path, case: str) -> pd.DataFrame:
     k = k.assign(leg=parsed["leg"], round=pd.to_numeric(parsed["round"]), us=k["dur_ns"].astype("int64") / 1e3)
     k = k[k["leg"].notna()]
     out = (
-        k.groupby(["leg", "round", "short_name"], observed=True)["us"]
+        k.groupby(["leg", "round", "name"], observed=True)["us"]
         .agg(["size", "sum"])
         .reset_index()
-        .rename(columns={"size": "calls", "sum": "total_us", "short_name": "kernel"})
+        .rename(columns={"size": "calls", "sum": "total_us", "name": "kernel"})
     )
     out.insert(0, "case", case)
     out["kernel"] = out["kernel"].astype(str)  # plain strings in the stored table, not a dictionary

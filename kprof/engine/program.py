@@ -26,7 +26,7 @@ from kprof.engine.events import Event
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError
 from kprof.ingest.load import load_trace
-from kprof.run_model import CaseRecord, Leg, Role, Run
+from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 
 BUSY_CASE = "GPU busy per process"
@@ -178,8 +178,8 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
             common = dict(leg=leg.name, round=r, sample=0, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
             rows.append(dict(common, case=BUSY_CASE, time_ns=float(busy_ns(k))))
             kernels = k[k["kind"] == "kernel"]
-            for name, g in kernels.groupby("short_name", observed=True):
-                rows.append(dict(common, case=f"{name} (per call)", time_ns=float(g["dur_ns"].astype("int64").mean())))
+            for name, g in kernels.groupby("name", observed=True):
+                rows.append(dict(common, case=f"{name}{PER_CALL}", time_ns=float(g["dur_ns"].astype("int64").mean())))
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
         on_event({"event": "round", "case": "program", "round": r, "rounds": run.rounds})
     folder.update_case(BUSY_CASE, status="done", failures=failures)

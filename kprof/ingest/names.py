@@ -198,6 +198,12 @@ def table_labels(names: Sequence[str], shorts: Sequence[str]) -> list[str]:
     return [label[short, name] for name, short in zip(names, shorts)]
 
 
+def name_labels(names: Iterable[str]) -> dict[str, str]:
+    """Each distinct full kernel name → the label a table shows it by among the others given."""
+    distinct = list(dict.fromkeys(names))
+    return dict(zip(distinct, table_labels(distinct, [short_name(n) for n in distinct])))
+
+
 def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
     """``kernels`` (rows with ``name`` and ``short_name``) with the ``label`` each row is shown by."""
     if not len(kernels):
