@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from conftest import EAGER, GRAPH, real
 from kprof.cli import app
+from kprof.report.table import Column, Document, Table, render_markdown
 from kprof.schema import KERNEL_EVENTS
 from kprof.store.trace_folder import read_dataset
 
@@ -49,10 +50,24 @@ def test_markdown_and_csv() -> None:
     rows = [line for line in md.stdout.splitlines() if line.startswith("| at::native::")]
     assert any("\\<" in line for line in rows)
     assert not any(re.search(r"(?<!\\)[<*]", line) for line in rows)
+    assert "| **steady (median of 4)** | **" in md.stdout  # the bold row is emphasis, not escaped stars
     csv = _run("trace", str(EAGER), "--format", "csv")
     assert csv.exit_code == 0
     header = csv.stdout.splitlines()[0]
     assert header.startswith("rank,name,short_name,kind,calls,total_us")
+
+
+def test_markdown_escapes_titles_notes_and_paragraphs() -> None:
+    """A program run's case titles are kernel names (``k<float> (per call)``): GitHub drops ``<float>``
+    unless it is escaped, wherever the name is printed."""
+    doc = Document()
+    doc.text("case k<float> failed", "warning")
+    table = doc.table(Table("k<float> (per call)", [Column("leg", "left")]))
+    table.add("a*b")
+    table.notes.append("A/A of k<half>")
+    md = render_markdown(doc)
+    assert "> warning: case k\\<float> failed" in md and "**k\\<float> (per call)**" in md
+    assert "| a\\*b |" in md and "A/A of k\\<half>" in md
 
 
 def test_terminal_table_and_save(tmp_path: Path) -> None:

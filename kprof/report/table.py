@@ -202,29 +202,34 @@ def _md_escape(text: str) -> str:
     return text.translate(_MARKDOWN_SPECIAL)
 
 
-def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Cell]]) -> list[str]:
+def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Cell]], bold: Sequence[bool]) -> list[str]:
+    """Cells escaped, then the rows marked in ``bold`` emphasised (escaping after would show the ``**``)."""
+
+    def cells(row: Sequence[str | Cell], strong: bool) -> str:
+        texts = [_md_escape(_plain(c)) for c in row]
+        return " | ".join(f"**{t}**" if strong and t else t for t in texts)
+
     lines = ["| " + " | ".join(_md_escape(c.header) for c in columns) + " |"]
     lines.append("|" + "|".join(":---" if c.align == "left" else "---:" for c in columns) + "|")
-    lines += ["| " + " | ".join(_md_escape(_plain(c)) for c in row) + " |" for row in rows]
+    lines += ["| " + cells(row, b) + " |" for row, b in zip(rows, bold, strict=True)]
     return lines
 
 
 def render_markdown(doc: Document) -> str:
+    """Every text is escaped (kernel names reach titles, notes and warnings too); styles add markup."""
     lines: list[str] = []
     for block in doc.blocks:
         if isinstance(block, Paragraph):
             prefix = {"rule": "### ", "bold": "**", "warning": "> warning: ", "error": "> error: "}.get(block.style, "")
             suffix = "**" if block.style == "bold" else ""
-            lines += [f"{prefix}{block.text}{suffix}", ""]
+            lines += [f"{prefix}{_md_escape(block.text)}{suffix}", ""]
             continue
         if block.title:
-            lines += [f"**{block.title}**", ""]
-        bold = [s == "bold" for s in block.row_styles]
-        rows = [[Cell(f"**{_plain(c)}**") for c in r] if b else r for r, b in zip(block.rows, bold)]
-        lines += markdown_table(block.columns, rows)
+            lines += [f"**{_md_escape(block.title)}**", ""]
+        lines += markdown_table(block.columns, block.rows, [s == "bold" for s in block.row_styles])
         lines.append("")
         for note in block.notes:
-            lines += [note, ""]
+            lines += [_md_escape(note), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
