@@ -66,9 +66,9 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     kernels = folder.read("kernels", skip_damaged=True)
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
-        labels = name_labels(kernels["kernel"].astype(str))
+        kernel = kernels["kernel"].astype(str)
         as_samples = kernels.assign(
-            case=kernels["case"].astype(str) + " · " + kernels["kernel"].astype(str).map(labels),
+            case=kernels["case"].astype(str) + " · " + kernel.map(name_labels(kernel)),
             time_ns=kernels["total_us"] * 1e3,
             sample=0,
             burn_in=False,
