@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from kprof.run_model import CaseRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
@@ -69,3 +70,16 @@ def write_run(
             folder.write_part("samples", ci, r, pd.DataFrame(rows))
         folder.update_case(case, status="done")
     return folder
+
+
+def forget_rounds(root: Path, rounds: set[int]) -> None:
+    """Remove these rounds' samples from a finished (compacted) run folder, as if the run had been
+    interrupted before them: what ``--resume`` must time again."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from kprof.store.run_folder import COMPACT
+
+    path = root / "samples" / COMPACT
+    table = pq.read_table(path)
+    pq.write_table(table.filter(pc.invert(pc.is_in(table["round"], pa.array(sorted(rounds))))), path)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fake_runs import forget_rounds
 from typer.testing import CliRunner
 
 from conftest import DEVICE, HAS_GPU
@@ -169,16 +170,18 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
     store = RunStore(out)
     before = store.read("samples")
-    # Forget the last two rounds and the case's completion, as an interrupted run would have.
-    for part in sorted((out / "samples").glob("*.parquet"))[-2:]:
-        part.unlink()
+    # Forget the last two rounds and the case's completion, as an interrupted run would have: the
+    # finished run is compacted, and resuming it writes parts beside the compacted table.
+    assert not list((out / "samples").glob("c000-r*.parquet"))
+    rounds = int(before["round"].max())
+    forget_rounds(out, {rounds - 1, rounds})
     store.update(case_status={})
     res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
     assert res.exit_code == 0
     after = store.read("samples")
     assert len(after) == len(before)
-    kept = before[before["round"] < 5].sort_values(["round", "leg"]).reset_index(drop=True)
-    again = after[after["round"] < 5].sort_values(["round", "leg"]).reset_index(drop=True)
+    kept = before[before["round"] < rounds - 1].sort_values(["round", "leg"]).reset_index(drop=True)
+    again = after[after["round"] < rounds - 1].sort_values(["round", "leg"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(kept, again)
 
 

@@ -82,6 +82,7 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
             assert legs and all(r["rounds"] >= 7 for r in legs if r["verdict"] != "REFERENCE"), what
 
 
+@pytest.mark.slow  # with its fuzz test, in CI's slow step (alone it would always skip)
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged folders the fuzz test tried (it runs first in this file)."""
     report_fuzz_count(capsys, "run-folder", TRIED, 40)

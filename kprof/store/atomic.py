@@ -13,10 +13,10 @@ def _partial(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
-def write_parquet(table: pa.Table, path: Path) -> None:
+def write_parquet(table: pa.Table, path: Path, compression: str = "snappy") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _partial(path)
-    pq.write_table(table, tmp)
+    pq.write_table(table, tmp, compression=compression)
     os.replace(tmp, path)
 
 

@@ -2,11 +2,16 @@
 
 Parts are written one per (table, case, round) as the run goes (``samples/c000-r0003.parquet``),
 so an interrupted run keeps every finished round and ``--resume`` continues after the last one.
-Any parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, polars).
+When a run's execution ends, each table's parts are compacted into one zstd file,
+``TABLE/compact.parquet``, whose ``_part`` column says which part each row came from (thousands of
+4 KB files become one file per table). A resumed run writes parts beside it again; a part written
+after the compaction replaces the rows of its name, so the folder always reads as one table. Any
+parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, polars).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -14,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute, for filtering a compacted table
 import pyarrow.parquet as pq
 
 from kprof.errors import KprofInputError
@@ -23,6 +29,8 @@ from kprof.store.locks import exclusive_lock
 from kprof.store.run_tables import TABLES, check_columns, to_arrow
 
 META = "meta.json"
+COMPACT = "compact.parquet"
+PART_COLUMN = "_part"  # in a compacted table: the part (``c000-r0003``) each row was written as
 
 
 def is_run_folder(path: Path) -> bool:
@@ -83,6 +91,15 @@ class RunFolder:
             self.write_run(run)
         return status
 
+    def update_revision(self, key: str, **fields: Any) -> Run:
+        """Set fields of one revision tree's record (a revision refused once for the whole run)."""
+        with self._meta_lock():
+            run = self.read_run()
+            for name, value in fields.items():
+                setattr(run.revisions[key], name, value)
+            self.write_run(run)
+        return run
+
     def record_measurements(
         self, measured: dict[str, Any], gpu: str | None, timer: Callable[[dict[str, Any]], str]
     ) -> Run:
@@ -125,19 +142,27 @@ class RunFolder:
     ) -> None:
         write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index, part))
 
-    def read(self, table: str, skip_damaged: bool = False) -> pd.DataFrame:
-        """Every part of ``table``. A part that cannot be read (truncated, not parquet, unrelated
-        columns) is a one-line error naming it, or, with ``skip_damaged``, left out and recorded in
-        ``skipped`` so the rounds that are intact are still reported."""
-        assert table in TABLES, table
+    def _parts(self, table: str) -> list[Path]:
         folder = self.root / table
-        parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        return sorted(p for p in folder.glob("*.parquet") if p.name != COMPACT) if folder.is_dir() else []
+
+    def read(self, table: str, skip_damaged: bool = False) -> pd.DataFrame:
+        """Every row of ``table``: its compacted file and the parts written since. A file that
+        cannot be read (truncated, not parquet, unrelated columns) is a one-line error naming it,
+        or, with ``skip_damaged``, left out and recorded in ``skipped`` so the rounds that are
+        intact are still reported."""
+        assert table in TABLES, table
+        parts = self._parts(table)
         frames = []
-        for p in parts:
+        compact = self.root / table / COMPACT
+        for p in ([compact] if compact.is_file() else []) + parts:
             try:
                 frame = pq.read_table(p).to_pandas()
+                if p == compact:
+                    newer = frame[PART_COLUMN].isin([q.stem for q in parts])
+                    frame = frame[~newer].drop(columns=PART_COLUMN).reset_index(drop=True)
                 check_columns(table, frame, str(p))
-            except (OSError, pa.ArrowException, KprofInputError) as e:
+            except (OSError, pa.ArrowException, KprofInputError, KeyError) as e:
                 reason = e.problem if isinstance(e, KprofInputError) else f"not a readable parquet part ({e})"
                 if not skip_damaged:
                     raise KprofInputError(p, reason) from None
@@ -146,8 +171,34 @@ class RunFolder:
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    def compact(self) -> None:
+        """Each table's parts (and an earlier compacted file) as one zstd file; the parts are
+        removed once it is in place. A compaction cut short leaves parts that are also in the
+        compacted file: the part is read, the compacted copy of its rows is not."""
+        for table in TABLES:
+            parts = self._parts(table)
+            if not parts:
+                continue
+            target = self.root / table / COMPACT
+            pieces = []
+            if target.is_file():
+                kept = pq.read_table(target)
+                stems = {p.stem for p in parts}
+                pieces.append(kept.filter(pa.compute.invert(pa.compute.is_in(kept[PART_COLUMN], pa.array(stems)))))
+            for p in parts:
+                t = pq.read_table(p)
+                pieces.append(t.append_column(PART_COLUMN, pa.array([p.stem] * len(t), pa.string())))
+            merged = pa.concat_tables(pieces, promote_options="permissive")
+            write_parquet(merged, target, compression="zstd")
+            for p in parts:
+                p.unlink()
+
     def finished_rounds(self, case_index: int) -> list[int]:
-        folder = self.root / "samples"
-        if not folder.is_dir():
-            return []
-        return sorted(int(p.stem.split("-r")[1]) for p in folder.glob(f"c{case_index:03d}-r*.parquet"))
+        """The rounds of a case whose samples are stored (in parts, or in the compacted table)."""
+        prefix = f"c{case_index:03d}-r"
+        stems = {p.stem for p in self._parts("samples")}
+        compact = self.root / "samples" / COMPACT
+        if compact.is_file():
+            with contextlib.suppress(OSError, pa.ArrowException, KeyError):
+                stems |= set(pq.read_table(compact, columns=[PART_COLUMN])[PART_COLUMN].unique().to_pylist())
+        return sorted(int(s[len(prefix) :]) for s in stems if s.startswith(prefix))
