@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from kprof import __version__
 from kprof.errors import KprofInputError
@@ -212,9 +213,23 @@ def kernels(
     _write(kernels_document(), fmt)
 
 
-def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
+def _say(err: Any) -> Callable[[dict[str, Any]], None]:
+    """Events from planning (a revision's tree built, a revision refused) as lines on stderr."""
+    from kprof.engine.events import phase, sentence
+
+    def on_event(event: dict[str, Any]) -> None:
+        if (text := sentence(event)) is not None:
+            err.print(f"[yellow]{escape(text)}[/yellow]")
+        elif event.get("event") == "phase":
+            err.print(phase(event), highlight=False)
+
+    return on_event
+
+
+def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False) -> None:
     """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
-    logs), then render the report. Ctrl-C keeps every finished round and says how to resume."""
+    logs), then render the report. Ctrl-C keeps every finished round and says how to resume. A
+    ``fresh`` folder refused before its first round is removed (kprof.commands.run.run_and_analyse)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.run import run_and_analyse, total_rounds
@@ -250,9 +265,9 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False) -> None:
                     if not err.is_terminal:
                         err.print(phase(event), highlight=False)
                 elif (text := sentence(event)) is not None:
-                    err.print(f"[yellow]{text}[/yellow]")
+                    err.print(f"[yellow]{escape(text)}[/yellow]")
 
-            report = run_and_analyse(folder, on_event)
+            report = run_and_analyse(folder, on_event, fresh=fresh)
     except KeyboardInterrupt:
         root = folder.root
         err.print(
@@ -373,7 +388,42 @@ def run(
         bool, typer.Option(help="Time revisions whose outputs differ from the first's (flagged in every report).")
     ] = False,
     setup: Annotated[
-        str | None, typer.Option(help="Whole programs: run once in each revision's tree before timing.")
+        str | None,
+        typer.Option(
+            help="Revision runs: a command run once in each revision's tree before anything is timed (a build "
+            "step, e.g. 'python setup.py build_ext --inplace'); cached with the tree; a tree whose setup fails "
+            "is left out, said once."
+        ),
+    ] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--paths",
+            help="With --revisions: keep only the range's commits that touch these paths (git pathspecs from "
+            "the repository's root; repeat or separate by commas); the others are listed as left out.",
+        ),
+    ] = None,
+    in_tree: Annotated[
+        bool,
+        typer.Option(
+            "--in-tree",
+            help="Revision runs: use the benchmark (workload file or script) at its path inside each revision's "
+            "tree, instead of the file where you keep it.",
+        ),
+    ] = False,
+    steps: Annotated[
+        str | None,
+        typer.Option(
+            help="Whole programs: a regex over the trace's ranges that marks steps (default: ProfilerStep#N); "
+            "with steps, GPU busy per steady step is the headline."
+        ),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="Whole programs: a regex over kernel names; those kernels' device time per step (per process "
+            "without steps) becomes a case, and the case a bisect follows."
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
@@ -386,41 +436,46 @@ def run(
     from kprof.engine.request import RunRequest
 
     workload, program = program_and_workload(workload, ctx.args, leg or [])
+    path_list = [p.strip() for text in paths or [] for p in text.split(",") if p.strip()]
+    say = _say(output_console(stderr=True))
     if resume:
-        folder = resume_folder(out)
-    elif program or leg:
+        _execute_and_report(resume_folder(out), fmt)
+        return
+    # What whole programs and workloads are both asked: the protocol and the revisions.
+    common: dict[str, Any] = dict(
+        rounds=rounds,
+        seed=seed,
+        threshold_pct=threshold,
+        argv=sys.argv[1:],
+        revisions=revisions,
+        revs=rev or [],
+        repo=repo,
+        design=design,
+        aa_copies=aa_copies,
+        setup=setup or "",
+        paths=path_list,
+        in_tree=in_tree,
+    )
+    request: Any
+    if program or leg:
         if processes is not None:
             raise KprofInputError("--processes", "whole programs already run one process per leg per round")
-        folder = start(
-            ProgramRequest(
-                legs=leg or [],
-                program=program,
-                collector=collector,
-                rounds=rounds,
-                seed=seed,
-                threshold_pct=threshold,
-                argv=sys.argv[1:],
-                revisions=revisions,
-                revs=rev or [],
-                repo=repo,
-                design=design,
-                aa_copies=aa_copies,
-                setup=setup or "",
-            ),
-            out,
+        request = ProgramRequest(
+            legs=leg or [], program=program, collector=collector, steps=steps, metric=metric, **common
         )
     elif workload is None:
         raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
     else:
+        for option, given in (("--steps", steps), ("--metric", metric)):
+            if given:
+                raise KprofInputError(option, "is for whole programs (kprof run … -- CMD)")
         request = RunRequest(
             workload=workload,
             preset=preset,
             case_filter=case,
-            design=design,
             target=target,
             sweep=sweep,
             sweep_baseline=sweep_baseline,
-            rounds=rounds,
             samples=samples,
             buffer_sets=buffer_sets,
             buffers=buffers,
@@ -430,40 +485,24 @@ def run(
             gpus=gpus,
             aa_across_gpus=aa_across_gpus,
             ray=ray,
-            seed=seed,
             device=device,
             dtype=dtype,
-            threshold_pct=threshold,
-            aa_copies=aa_copies,
             collector=collector,
             torch_leg=torch_leg,
-            argv=sys.argv[1:],
-            revisions=revisions,
-            revs=rev or [],
-            repo=repo,
             allow_changed_outputs=allow_changed_outputs,
+            **common,
         )
-        if design == "bisect":
-            _bisect(request, out, fmt)
-            return
-        folder = start(request, out)
-    _execute_and_report(folder, fmt)
+    if design == "bisect":
+        _bisect(request, out, fmt)
+        return
+    _execute_and_report(start(request, out, say), fmt, fresh=True)
 
 
 def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
     from kprof.commands.run import bisect_revisions
-    from kprof.engine.events import sentence
     from kprof.report.bisect_report import bisect_document
 
-    if not request.revisions:
-        raise KprofInputError("--design bisect", "needs --revisions A..B")
-    err = output_console(stderr=True)
-
-    def on_event(event: dict[str, Any]) -> None:
-        if (text := sentence(event)) is not None:
-            err.print(f"[yellow]{text}[/yellow]")
-
-    _write(bisect_document(bisect_revisions(request, out, on_event)), fmt)
+    _write(bisect_document(bisect_revisions(request, out, _say(output_console(stderr=True)))), fmt)
 
 
 @app.command()

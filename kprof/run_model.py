@@ -12,6 +12,12 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
     objects (name, params, bytes_per_call, flops_per_call, sweep_columns); every leg has ``env``;
     roles are the names of :class:`Role`. Version 1 folders are migrated on read
     (:func:`migrate`), never rewritten.
+  3 (kprof 0.3): revision runs take the benchmark from where the user keeps it: ``benchmark``
+    (its absolute ``path``, ``sha256``, and ``in_tree``, the path inside each tree with
+    ``--in-tree``); ``workload_in_tree`` is then only set for bundled names and ``--in-tree``;
+    ``paths`` (``--paths``) and ``left_out`` (the range's commits they left out); whole programs
+    add ``step_pattern`` (``--steps``) and ``metric`` (``--metric``). Version 2 folders read as they
+    are: every new key has a default that means what those runs did (a benchmark inside each tree).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 from kprof.errors import KprofInputError
 
-RUN_FORMAT_VERSION = 2
+RUN_FORMAT_VERSION = 3
 
 
 class Role(str, Enum):
@@ -161,6 +167,16 @@ class RevisionTree:
     setup: dict[str, Any] = field(default_factory=dict)  # --setup: command, exit code, output tail
 
 
+@dataclass(frozen=True)
+class BenchmarkRecord:
+    """The user's benchmark of a revision run (a workload file or a program's script): where it is,
+    its SHA-256 when the run was planned, and, with --in-tree, its path inside each tree."""
+
+    path: str
+    sha256: str
+    in_tree: str = ""
+
+
 @dataclass
 class CaseStatus:
     """How far a case got. ``status`` is empty while it runs, ``done`` or ``failed`` at the end."""
@@ -225,6 +241,11 @@ class Run:
     workload_in_tree: str = ""  # the workload as each tree names it (module or path in the repository)
     allow_changed_outputs: bool = False
     setup_command: str = ""  # --setup: run once in each revision's tree before timing
+    benchmark: BenchmarkRecord | None = None  # revision runs: the user's benchmark, where it is, its hash
+    paths: list[str] = field(default_factory=list)  # --paths: only the range's commits that touch these
+    left_out: list[dict[str, Any]] = field(default_factory=list)  # the commits --paths left out
+    step_pattern: str = ""  # whole programs: --steps, the step markers of each process's trace
+    metric: str = ""  # whole programs: --metric, the kernels (a regex) whose time per step is a case
     reference_rtol: float = 2e-2  # the workload's float64 tolerance (revision legs are held to it)
     timer: str | None = None
     timer_info: dict[str, Any] = field(default_factory=dict)
@@ -319,6 +340,11 @@ class Run:
             "workload_in_tree": self.workload_in_tree,
             "allow_changed_outputs": self.allow_changed_outputs,
             "setup_command": self.setup_command,
+            "benchmark": asdict(self.benchmark) if self.benchmark else None,
+            "paths": self.paths,
+            "left_out": self.left_out,
+            "step_pattern": self.step_pattern,
+            "metric": self.metric,
             "reference_rtol": self.reference_rtol,
             "timer": self.timer,
             "timer_info": self.timer_info,
@@ -379,6 +405,11 @@ class Run:
                 workload_in_tree=str(d.get("workload_in_tree") or ""),
                 allow_changed_outputs=bool(d.get("allow_changed_outputs", False)),
                 setup_command=str(d.get("setup_command") or ""),
+                benchmark=BenchmarkRecord(**d["benchmark"]) if d.get("benchmark") else None,
+                paths=[str(p) for p in d.get("paths") or []],
+                left_out=list(d.get("left_out") or []),
+                step_pattern=str(d.get("step_pattern") or ""),
+                metric=str(d.get("metric") or ""),
                 reference_rtol=float(d.get("reference_rtol", 2e-2)),
                 timer=d.get("timer"),
                 timer_info=dict(d.get("timer_info") or {}),

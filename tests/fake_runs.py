@@ -72,14 +72,15 @@ def write_run(
     return folder
 
 
-def forget_rounds(root: Path, rounds: set[int]) -> None:
-    """Remove these rounds' samples from a finished (compacted) run folder, as if the run had been
+def forget_rounds(root: Path, rounds: set[int], tables: tuple[str, ...] = ("samples",)) -> None:
+    """Remove these rounds from a finished (compacted) run folder's tables, as if the run had been
     interrupted before them: what ``--resume`` must time again."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from kprof.store.run_folder import COMPACT
 
-    path = root / "samples" / COMPACT
-    table = pq.read_table(path)
-    pq.write_table(table.filter(pc.invert(pc.is_in(table["round"], pa.array(sorted(rounds))))), path)
+    for name in tables:
+        path = root / name / COMPACT
+        table = pq.read_table(path)
+        pq.write_table(table.filter(pc.invert(pc.is_in(table["round"], pa.array(sorted(rounds))))), path)

@@ -15,6 +15,7 @@ from test_revisions import _commit, workload_repo
 from typer.testing import CliRunner
 
 from kprof.cli import app
+from kprof.errors import KprofInputError
 from kprof.revisions.bisect import probes, run_bisect
 from kprof.revisions.git import Commit
 from kprof.run_model import Leg, Role
@@ -109,7 +110,8 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
         for i in range(1, N + 1)
     ]
     out = tmp_path / "bisect"
-    args = ["run", str(repo / "wl.py"), "--revisions", f"HEAD~{N}..HEAD", "--design", "bisect", "--device", "cpu"]
+    args = ["run", str(repo / "wl.py"), "--in-tree", "--revisions", f"HEAD~{N}..HEAD", "--design", "bisect"]
+    args += ["--device", "cpu"]
     args += ["--preset", "smoke", "--rounds", "10", "--samples", "3", "--threshold", "5", "--out", str(out), *gpus]
     res = CliRunner().invoke(app, [*args, "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -126,3 +128,64 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
             assert meta["case_status"]["n"]["gpu"] == slot and meta["gpus"] == [int(slot)]
     else:
         assert np.all([(out / f"step-{i}" / "meta.json").is_file() for i in (1, 2)])
+
+
+def _broken(timer, broken: dict[int, str]):
+    """time_revisions whose revisions in ``broken`` could not be timed (their legs failed, as a
+    revision that does not import is recorded by the engine)."""
+
+    def time_revisions(shas: list[str], folder: Path, gpu: int | None = None):
+        run_folder = timer(shas, folder, gpu)
+        run = run_folder.read_run()
+        failed = {leg.name: broken[int(s, 16)] for leg, s in zip(run.legs, shas) if int(s, 16) in broken}
+        run_folder.update_case("c", failed=failed)
+        return run_folder
+
+    return time_revisions
+
+
+def test_probes_step_around_revisions_that_cannot_be_timed() -> None:
+    assert probes(0, 16, skipped={4}) == [0, 3, 8, 12, 16]
+    assert probes(8, 12, skipped={9, 10}) == [8, 11, 12]
+    assert probes(8, 12, skipped={9, 10, 11}) == [8, 12]
+
+
+def test_a_broken_revision_is_skipped_and_the_commit_still_found(tmp_path: Path) -> None:
+    """Revision 9 does not import: it is left out of the step's segments (8 → 10 spans it) and the
+    search still names commit 11."""
+    base, commits = _commits()
+    timer = _broken(_timer({11: math.log(1.05)}, seed=1), {9: "failed to import: SyntaxError"})
+    result = run_bisect(base, commits, "c", 0.5, timer, tmp_path)
+    assert result.verdict == "FOUND" and result.culprits == [11]
+    assert result.skipped == {9: "failed to import: SyntaxError"}
+    assert result.culprit_commits == [{"number": 11, "sha": commits[10].sha, "subject": "commit 11"}]
+    assert [(s.lo, s.hi) for s in result.steps[1].segments] == [(8, 10), (10, 11), (11, 12)]
+    again = type(result).load(tmp_path)  # JSON keys are text: read back as revision numbers
+    assert again.skipped == result.skipped and again.steps[-1].skipped == result.steps[-1].skipped
+
+
+def test_only_untimeable_revisions_left_gives_the_range(tmp_path: Path) -> None:
+    """The change is at commit 11, and revisions 10 and 11 cannot be timed: the search can say only
+    that the change lies in commits 10–12 (git bisect's "only skipped commits left")."""
+    base, commits = _commits()
+    timer = _broken(_timer({11: math.log(1.05)}, seed=2), {10: "broken", 11: "broken"})
+    result = run_bisect(base, commits, "c", 0.5, timer, tmp_path)
+    assert result.verdict == "RANGE" and result.culprits == [10, 11, 12]
+    assert set(result.skipped) == {10, 11}
+
+
+def test_a_broken_head_is_one_line(tmp_path: Path) -> None:
+    base, commits = _commits()
+    timer = _broken(_timer({}, seed=3), {N: "failed to import: NameError"})
+    with pytest.raises(KprofInputError, match=r"the head \w+ cannot be timed: failed to import: NameError"):
+        run_bisect(base, commits, "c", 0.5, timer, tmp_path)
+
+
+def test_a_broken_revision_where_two_gpus_meet_is_planned_again(tmp_path: Path) -> None:
+    """Revision 8 ends GPU 0's share and starts GPU 1's: without it the chain of differences has a
+    gap, so the step is timed again with other probes (its folder kept, renamed)."""
+    base, commits = _commits()
+    timer = _broken(_timer({11: math.log(1.05)}, seed=4), {8: "broken"})
+    result = run_bisect(base, commits, "c", 0.5, lambda s, f, g: timer(s, f, g), tmp_path, gpus=[0, 1])
+    assert result.verdict == "FOUND" and result.culprits == [11] and result.skipped == {8: "broken"}
+    assert (tmp_path / "step-1-redone-1").is_dir() and 8 not in result.steps[0].probes

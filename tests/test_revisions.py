@@ -112,8 +112,9 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict
 
 def test_range_and_commit_records(history) -> None:
     repo, shas = history
-    base, head, commits = Repo(repo).range("HEAD~5..HEAD")
-    assert base.short == shas["base"] and head.short == shas["note3"]
+    span = Repo(repo).range("HEAD~5..HEAD")
+    base, head, commits = span.base, span.head, span.commits
+    assert base.short == shas["base"] and head.short == shas["note3"] and span.left_out == []
     assert [c.short for c in commits] == [shas[k] for k in ("double", "nothing", "outputs", "note2", "note3")]
     assert commits[0].subject == "double the work" and "1 file changed" in commits[0].diffstat
     assert commits[1].parents == (commits[0].sha,)
@@ -132,6 +133,8 @@ def test_trees_are_made_in_the_cache_and_conflicts_are_refused(history) -> None:
     assert (repo / "wl.py").read_text() == before and _git(repo, "status", "--porcelain") == ""
 
 
+# The workload file is the code the commits change, so these runs take each revision's own copy of
+# it (--in-tree); tests/test_own_benchmark.py covers a benchmark kept outside the repository.
 ARGS = ["--device", "cpu", "--preset", "smoke", "--rounds", "12", "--samples", "5", "--threshold", "5"]
 
 
@@ -141,7 +144,8 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     out = tmp_path / "run"
     res = runner.invoke(
         app,
-        ["run", str(repo / "wl.py"), "--revisions", "HEAD~5..HEAD", *ARGS, "--out", str(out), "--format", "json"],
+        ["run", str(repo / "wl.py"), "--in-tree", "--revisions", "HEAD~5..HEAD", *ARGS, "--out", str(out)]
+        + ["--format", "json"],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
@@ -183,6 +187,7 @@ def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path)
         [
             "run",
             str(repo / "wl.py"),
+            "--in-tree",  # the workload file is the code under test: each revision's own copy
             "--rev",
             "HEAD",
             "--rev",

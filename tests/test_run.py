@@ -102,9 +102,7 @@ def test_a_two_process_case_interrupted_in_its_second_process_resumes_there(tmp_
     out = tmp_path / "run"
     case = json.loads(_two_process_run(out).stdout)["legs"][0]["case"]
     store = RunStore(out)
-    for table in ("samples", "rounds"):
-        for r in (6, 7):
-            store.part_path(table, 0, r).unlink()
+    forget_rounds(out, {6, 7}, ("samples", "rounds"))  # the finished run is compacted
     store.update_case(case, status="")
     res = runner.invoke(app, ["run", "--resume", "--out", str(out), "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output

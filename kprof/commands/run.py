@@ -3,6 +3,7 @@ it, and analyse it. The CLI adds argument parsing, a progress display and render
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,7 @@ from kprof.analysis.run_analysis import RunReport, analyse_run
 from kprof.analysis.stats import walsh_index
 from kprof.engine.events import Event
 from kprof.engine.parent import execute
-from kprof.engine.program import ProgramRequest, plan_program_run
+from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError
 from kprof.revisions.bisect import Bisect
@@ -26,19 +27,30 @@ def resume_folder(out: Path | None) -> RunFolder:
     return folder
 
 
-def start(request: RunRequest | ProgramRequest, out: Path | None) -> RunFolder:
+def start(
+    request: RunRequest | ProgramRequest, out: Path | None, on_event: Callable[[Event], None] = lambda e: None
+) -> RunFolder:
     """A new run folder for the request (every argument checked before anything is written)."""
     if isinstance(request, RunRequest):
-        return create_run(out, request)
-    run = plan_program_run(request)
+        return create_run(out, request, on_event)
+    run = plan_program_run(request, on_event)
     folder = RunFolder(out or default_folder(run.workload_name))
     folder.create(run)
     return folder
 
 
-def run_and_analyse(folder: RunFolder, on_event: Callable[[Event], None] = lambda e: None) -> RunReport:
-    """Run every unfinished case of the folder, then analyse every finished round."""
-    execute(folder, on_event)
+def run_and_analyse(
+    folder: RunFolder, on_event: Callable[[Event], None] = lambda e: None, fresh: bool = False
+) -> RunReport:
+    """Run every unfinished case of the folder, then analyse every finished round. A ``fresh`` folder
+    (made by this call's ``start``) whose run is refused before a single round is stored — a whole
+    program whose baseline fails its first run — is removed: no empty run folder is left behind."""
+    try:
+        execute(folder, on_event)
+    except ProgramFailed:
+        if fresh and not folder.finished_rounds(0):
+            shutil.rmtree(folder.root, ignore_errors=True)
+        raise
     return analyse_run(folder.root)
 
 
@@ -58,30 +70,68 @@ def program_and_workload(
     return workload, program
 
 
-def bisect_revisions(req: RunRequest, out: Path | None, on_event: Callable[[Event], None]) -> Bisect:
-    """``--design bisect``: a statistical search of ``--revisions A..B`` for the commit(s) behind a
-    change of one case's time; every step is a revision run of its own under ``out/step-N``."""
+def bisect_revisions(
+    req: RunRequest | ProgramRequest, out: Path | None, on_event: Callable[[Event], None] = lambda e: None
+) -> Bisect:
+    """``--design bisect``: a statistical search of ``--revisions A..B`` (its commits that touch
+    ``--paths``, when given) for the commit(s) behind a change of one case's time — a workload's
+    case, or a whole program's GPU busy per step (``--metric``: the matching kernels' time); every
+    step is a revision run of its own under ``out/step-N``."""
     from kprof.revisions.bisect import BISECT_FILE, interval_alpha, run_bisect
-    from kprof.revisions.plan import find_repo
+    from kprof.revisions.plan import commit_records, find_repo
 
-    repo = find_repo(req.repo, req.workload)
-    base, _, commits = repo.range(req.revisions or "")
-    first = plan_run(replace(req, revisions=None, revs=[base.sha, commits[-1].sha], design="endpoints"))
-    if len(first.cases) != 1:
-        raise KprofInputError("--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)")
-    gpus: list[int | None] = list(first.gpus) or [None]
-    alpha = interval_alpha(len(commits), len(gpus))
+    if not req.revisions:
+        raise KprofInputError("--design bisect", "needs --revisions A..B")
+    program = isinstance(req, ProgramRequest)
+    repo = find_repo(req.repo, None if program else req.workload)
+    span = repo.range(req.revisions, req.paths)
+    ends = [span.base.sha, span.commits[-1].sha]
+    one = dict(revisions=None, revs=ends, design="endpoints", paths=[])
+    gpus: list[int | None] = [None]
+    case: str | None = None
+    if isinstance(req, RunRequest):
+        first = plan_run(replace(req, **one), on_event)
+        if len(first.cases) != 1:
+            raise KprofInputError(
+                "--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)"
+            )
+        gpus, case = list(first.gpus) or [None], first.cases[0].name
+    else:
+        first = plan_program_run(replace(req, **one), on_event)  # every argument checked before a step runs
+    alpha = interval_alpha(len(span.commits), len(gpus))
     if walsh_index(req.rounds, alpha) == 0:
         need = next(n for n in range(req.rounds, 64) if walsh_index(n, alpha) > 0)
-        raise KprofInputError("--rounds", f"bisect over {len(commits)} commits needs at least {need} rounds")
-    root = out or default_folder(req.workload)
+        raise KprofInputError("--rounds", f"bisect over {len(span.commits)} commits needs at least {need} rounds")
+    root = out or default_folder(req.workload if isinstance(req, RunRequest) else "bisect")
     if (root / BISECT_FILE).exists() or (root / "meta.json").exists():
         raise KprofInputError(root, "already holds a run (use another --out)")
     root.mkdir(parents=True, exist_ok=True)
 
     def time_revisions(shas: list[str], folder: Path, gpu: int | None) -> RunFolder:
-        step = create_run(folder, replace(req, revisions=None, revs=shas, design="endpoints", gpus=None, on_gpu=gpu))
+        step_req = replace(req, revisions=None, revs=shas, design="endpoints", paths=[])
+        if isinstance(step_req, RunRequest):
+            step = create_run(folder, replace(step_req, gpus=None, on_gpu=gpu), on_event)
+        else:
+            step = start(step_req, folder, on_event)
+        if step.read_run().benchmark != first.benchmark:  # the same benchmark in every step
+            raise KprofInputError(
+                req.workload if isinstance(req, RunRequest) else req.program[0],
+                "changed while the bisect ran: restore it, or start a new bisect",
+            )
         execute(step, on_event)
         return step
 
-    return run_bisect(base, commits, first.cases[0].name, req.threshold_pct, time_revisions, root, gpus=gpus)
+    pick = headline_case if program else None
+    found = run_bisect(
+        span.base,
+        span.commits,
+        case,
+        req.threshold_pct,
+        time_revisions,
+        root,
+        gpus=gpus,
+        pick_case=pick,
+        paths=list(req.paths),
+        left_out=commit_records(span.left_out),
+    )
+    return found

@@ -7,6 +7,7 @@ from typing import Any
 Event = dict[str, Any]
 
 PHASES = {
+    "tree_setup": "building its tree (--setup)",
     "setup": "setting up buffers",
     "baseline": "correctness gate: baseline",
     "check": "correctness gate",
@@ -33,6 +34,10 @@ def sentence(event: Event) -> str | None:
     if kind == "leg_failed":
         at = f" in round {event['round']}" if "round" in event else ""
         return f"{where}: not timed{at}: {event.get('reason')}"
+    if kind == "note":
+        return f"note: {event.get('text')}"
+    if kind == "revision_refused":
+        return f"{where}: cannot be run, left out of every round: {event.get('reason')}"
     if kind == "leg_crashed":
         return f"{where}: its worker died ({event.get('reason')}); the case goes on without it"
     if kind == "case_failed":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -36,7 +37,12 @@ from kprof.timer.kernel_time import KERNEL_TIME_LABEL, wants_kernel_time
 
 
 class HostDied(Exception):
-    pass
+    """A leg host exited, or refused its legs; ``revision_wide``: its revision's code cannot run
+    any case (it does not import), so the run refuses the revision once."""
+
+    def __init__(self, reason: str, revision_wide: bool = False) -> None:
+        self.revision_wide = revision_wide
+        super().__init__(reason)
 
 
 class Host:
@@ -56,7 +62,10 @@ class Host:
 
     def ready(self) -> None:
         """Wait for {"ready": true}: the revision's workload is imported and the case found."""
-        self._read()
+        reply = self._read()
+        if not reply.get("ready"):
+            self.proc.wait()
+            raise HostDied(reply.get("reason", "the leg host refused"), bool(reply.get("revision_wide")))
 
     def _read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -120,9 +129,12 @@ def run_hosted_case(
                 hosts[key] = host
             except HostDied as e:
                 host.close()
-                for leg in run.legs:
-                    if leg.revision == key:
-                        failed[leg.name] = f"host: {e}"
+                legs = [leg.name for leg in run.legs if leg.revision == key]
+                for name in legs:
+                    failed[name] = f"refused: {e}" if e.revision_wide else f"host: {e}"
+                if e.revision_wide and key != base_key:  # said once; no later case starts it again
+                    folder.update_revision(key, refused=str(e))
+                    on_event({"event": "revision_refused", "leg": ", ".join(legs), "reason": str(e)})
         if base_key not in hosts:
             raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
         HostedCase(folder, run, case_index, hosts, base_key, failed, on_event, gpu).drive()
@@ -207,6 +219,9 @@ class HostedCase:
                 for leg, xs in reply["launches"].items()
                 for i, x in enumerate(xs)
             ]
+        base_name = self.run.baseline.name
+        if base_name in self.failed:  # nothing to compare with: the case cannot be timed
+            raise HostDied(f"the baseline {base_name} failed its gate: {self.failed[base_name]}")
         checks, changed = [], {}
         # Each revision's outputs against the baseline revision's under the workload's float64
         # tolerance and, on the first set, against the reference; the baseline's are read once.
@@ -225,6 +240,12 @@ class HostedCase:
                     else:
                         self.fail(leg.name, f"outputs changed: {res.detail} (--allow-changed-outputs times it anyway)")
                     break
+        # The saved outputs served this comparison alone (a race check compares within a host):
+        # a large state per leg and buffer set is not kept in the run folder.
+        case_outputs = outputs_path(self.folder, self.case_index, "", 0).parent
+        shutil.rmtree(case_outputs, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the folder of every case's outputs, once none is left
+            case_outputs.parent.rmdir()
         self.folder.write_part("checks", self.case_index, None, pd.DataFrame(checks))
         if launches:
             self.folder.write_part("launches", self.case_index, None, pd.DataFrame(launches))

@@ -23,19 +23,29 @@ from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import check_row, sync
 from kprof.engine.lifeline import die_with_parent
+from kprof.errors import KprofInputError
 from kprof.launches import recording
+from kprof.revisions.benchmark import BenchmarkChanged, check_unchanged, import_path, in_tree_path, without_tree
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Workload, load_workload
 
 
 def import_workload(run: Run, tree: Path) -> Workload:
-    """The workload as this revision defines it (a bundled family's module, or a file in the repository)."""
-    sys.path.insert(0, str(tree))
-    spec = run.workload_in_tree or run.workload
-    if spec.endswith(".py"):
-        return load_workload(str(tree / spec))
-    return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
+    """The workload this revision runs: the user's benchmark (from where the user keeps it, with the
+    tree first on the import path, unchanged since the run was planned), a bundled family's module
+    from the tree, or — runs from before format 3 — a file at its path inside the tree."""
+    bench = run.benchmark
+    if bench is None:
+        sys.path.insert(0, str(tree))
+        spec = run.workload_in_tree or run.workload
+        if spec.endswith(".py"):
+            return load_workload(str(tree / spec))
+        return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
+    if not bench.in_tree:
+        check_unchanged(bench)
+    sys.path[:0] = import_path(tree, bench, Path(run.repo or tree))
+    return load_workload(str(in_tree_path(bench, tree)))
 
 
 def outputs_path(folder: RunFolder, case_index: int, leg: str, k: int) -> Path:
@@ -51,16 +61,32 @@ def save(tensors: dict[str, Any], path: Path) -> None:
     torch.save({n: t.cpu() for n, t in tensors.items()}, path)
 
 
+class HostRefused(Exception):
+    """This host cannot run its legs; ``revision_wide``: no case of this revision can (its code does
+    not import), so the run refuses the revision once, not once per case."""
+
+    def __init__(self, reason: str, revision_wide: bool) -> None:
+        self.reason, self.revision_wide = reason, revision_wide
+        super().__init__(reason)
+
+
 class LegHost:
     def __init__(self, root: Path, case_index: int, key: str) -> None:
         folder = RunFolder(root)
         run = folder.read_run()
         tree = Path(run.revisions[key].path or ".")
-        workload = import_workload(run, tree)
+        try:
+            workload = import_workload(run, tree)
+        except BenchmarkChanged as e:  # not the revision's fault
+            raise HostRefused(str(e), revision_wide=False) from None
+        except KprofInputError as e:  # the user's file failed to import with this revision's code
+            raise HostRefused(without_tree(e.problem, tree), revision_wide=True) from None
+        except Exception as e:  # a revision whose code fails to import (a bundled family's module)
+            raise HostRefused(without_tree(f"{type(e).__name__}: {e}", tree), revision_wide=True) from None
         name = run.cases[case_index].name
         case = next((c for c in workload.cases(run.preset) if c.name == name), None)
         if case is None:
-            raise SystemExit(f"case {name} is not in this revision's workload (preset {run.preset})")
+            raise HostRefused(f"case {name} is not in this revision's workload (preset {run.preset})", False)
         legs = [leg for leg in run.legs if leg.revision == key]
         self.ctx = CaseContext(folder, run, case_index, case, workload, legs)
         self.index = {leg.name: i for i, leg in enumerate(legs)}
@@ -160,7 +186,11 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    host = LegHost(root, case_index, key)
+    try:
+        host = LegHost(root, case_index, key)
+    except HostRefused as e:
+        print(json.dumps({"ready": False, "reason": e.reason, "revision_wide": e.revision_wide}), file=out, flush=True)
+        raise SystemExit(1) from None
     print(json.dumps({"ready": True}), file=out, flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)

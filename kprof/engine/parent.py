@@ -17,6 +17,7 @@ from kprof.engine.events import Event
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
 from kprof.engine.parts import case_parts
+from kprof.revisions.benchmark import check_unchanged
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
@@ -33,7 +34,8 @@ def worker_env(device: str) -> dict[str, str]:
 
 def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Run every case not done yet (a failed one is tried again); a worker that dies loses only the
-    leg it was running. One kprof process at a time per folder (an OS lock)."""
+    leg it was running. One kprof process at a time per folder (an OS lock). When the executor
+    returns, the folder's parts are compacted (an interrupted run keeps its parts as they are)."""
     with folder.lock():
         run = folder.read_run()
         if run.kind == "program":
@@ -48,6 +50,7 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             execute_ray(folder, on_event)
         else:
             _execute_workers(folder, on_event)
+        folder.compact()  # one file per table; a resume writes parts beside it again
 
 
 class Workers:
@@ -212,13 +215,26 @@ def last_line(log: Path, default: str) -> str:
     return lines[-1] if lines else default
 
 
+def say_refused(run: Run, on_event: Callable[[Event], None]) -> None:
+    """One line per revision that cannot be run (a commit that does not apply, a failed --setup, code
+    that does not import): said once, before any round, and left out of every case."""
+    for key, tree in run.revisions.items():
+        legs = [leg.name for leg in run.legs if leg.revision == key]
+        if tree.refused and legs and "#aa" not in key:
+            on_event({"event": "revision_refused", "leg": ", ".join(legs), "reason": tree.refused})
+
+
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted), all of
     a case's hosts pinned to one GPU; with ``--gpus`` the cases are sharded as worker cases are."""
     from kprof.engine.hosted import HostDied, run_hosted_case
 
     run = folder.read_run()
+    if run.benchmark is not None and not run.benchmark.in_tree:
+        check_unchanged(run.benchmark)
     pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+    if pending:
+        say_refused(run, on_event)
 
     def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
         case = run.case_names[index]

@@ -5,21 +5,24 @@ collector, one process per leg per round, legs in a seeded balanced order per ro
 discarded burn-in). The first leg is the baseline and is run a second time in every round as the
 A/A leg. Each process's trace is ingested: its GPU busy time and every kernel's µs per call become
 samples (a case per quantity), so the same paired-round statistics, A/A gate and report apply.
+When the trace has steps (ProfilerStep ranges, or ``--steps REGEX``), GPU busy per steady step is
+the headline case (the first step, with its autotuning and warm-up, left out; each steady step a
+sample) and the kernels' µs per call come from the steady steps; busy per process stays beside it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.trace_tables import busy_ns
+from kprof.analysis.trace_tables import busy_ns, step_table
 from kprof.collectors import program_collector
 from kprof.engine.design import aa_legs
 from kprof.engine.events import Event
@@ -30,6 +33,7 @@ from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 
 BUSY_CASE = "GPU busy per process"
+BUSY_STEP_CASE = "GPU busy per step"
 LEG_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9_.+-]+)(?::(?P<env>.*))?$")
 
 
@@ -65,6 +69,14 @@ class ProgramRequest:
     design: str = "all"
     aa_copies: int = 1
     setup: str = ""
+    paths: list[str] = field(default_factory=list)
+    in_tree: bool = False  # --in-tree: the script at its path inside each revision's tree
+    steps: str | None = None  # --steps: a regex over the trace's ranges that marks steps
+    metric: str | None = None  # --metric: a regex over kernel names; their device time per step is a case
+
+    @property
+    def by_revision(self) -> bool:
+        return bool(self.revisions or self.revs)
 
 
 def _env_legs(specs: list[str]) -> list[Leg]:
@@ -79,7 +91,17 @@ def _env_legs(specs: list[str]) -> list[Leg]:
     return legs + [replace(leg, env=base_env) for leg in aa_legs(1, base_name)]
 
 
-def plan_program_run(req: ProgramRequest) -> Run:
+def _regex(text: str | None, option: str) -> str:
+    if not text:
+        return ""
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise KprofInputError(option, f"{text!r} is not a valid regular expression ({e})") from None
+    return text
+
+
+def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = lambda e: None) -> Run:
     if not req.program:
         raise KprofInputError("--", "no program to run (put it after --)")
     program_collector(req.collector).check(req.program)
@@ -102,20 +124,30 @@ def plan_program_run(req: ProgramRequest) -> Run:
         dtype="program",
         threshold_pct=req.threshold_pct,
         setup_command=req.setup,
+        step_pattern=_regex(req.steps, "--steps"),
+        metric=_regex(req.metric, "--metric"),
         timer=f"{req.collector} trace (device time of each process's kernels)",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
-    if req.revisions or req.revs:
-        if req.legs:
-            raise KprofInputError("--leg", "give environment legs or revisions, not both")
-        from kprof.revisions.plan import commit_records, find_repo, revision_legs
-
-        repo = find_repo(req.repo, None)
-        legs, trees, commits, features = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, 2e-2)
-        run.legs, run.revisions, run.features, run.design = legs, trees, features, req.design
-        run.repo, run.commits = str(repo.root), commit_records(commits)
-    else:
+    if not req.by_revision:
+        for option, given in (("--setup", req.setup), ("--paths", req.paths), ("--in-tree", req.in_tree)):
+            if given:
+                raise KprofInputError(option, "is for revision runs (--revisions A..B or --rev)")
         run.legs = _env_legs(req.legs)
+        return run
+    if req.legs:
+        raise KprofInputError("--leg", "give environment legs or revisions, not both")
+    from kprof.revisions.benchmark import locate_program
+    from kprof.revisions.plan import find_repo, note_benchmark, revision_legs
+
+    repo = find_repo(req.repo, None)
+    run.program, run.benchmark = locate_program(req.program, repo.root, req.in_tree)
+    run.workload = " ".join(run.program)
+    plan = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, 2e-2, req.paths, req.setup, on_event)
+    note_benchmark(plan, run.benchmark, repo, on_event)
+    run.legs, run.features, run.design = plan.legs, plan.features, req.design
+    for name, value in plan.fields(repo, req.paths).items():
+        setattr(run, name, value)
     return run
 
 
@@ -125,61 +157,142 @@ def _program_name(program: Sequence[str]) -> str:
     return Path(script).name
 
 
-def run_setup(folder: RunFolder, run: Run, on_event: Callable[[Event], None]) -> Run:
-    """``--setup``: once in each revision's tree (its own environment), before any round; recorded."""
-    for key, tree in run.revisions.items():
-        if not run.setup_command or tree.setup or tree.path is None or "#aa" in key:
-            continue
-        done = subprocess.run(run.setup_command, shell=True, cwd=tree.path, capture_output=True, text=True, check=False)
-        tree.setup = {
-            "command": run.setup_command,
-            "exit_code": done.returncode,
-            "output_tail": (done.stdout + done.stderr)[-2000:],
-        }
-        if done.returncode != 0:
-            tree.refused = f"--setup exited with {done.returncode}"
-            on_event({"event": "leg_failed", "leg": key, "reason": tree.refused})
-    return folder.update(revisions=run.revisions)
+class ProgramFailed(KprofInputError):
+    """A leg's command failed the probe (its first run) where the run cannot go on without it: the
+    baseline, or any leg of an environment run (the user wrote every one of them)."""
+
+
+def _leg_env(run: Run, leg: Leg) -> tuple[dict[str, str], Path | None]:
+    """A leg's environment and working directory: its variables; in a revision's tree, that tree's
+    code first on Python's import path (and its own Triton cache)."""
+    env = dict(os.environ, **dict(leg.env))
+    tree = run.revisions.get(leg.revision or "")
+    if tree is None or not tree.path:
+        return env, None
+    from kprof.revisions.benchmark import import_path, program_env
+    from kprof.revisions.trees import revision_env
+
+    path = Path(tree.path)
+    entries = import_path(path, run.benchmark, Path(run.repo or path)) if run.benchmark else [str(path)]
+    env = program_env(dict(revision_env(run, leg.revision or ""), **dict(leg.env)), entries)
+    return env, path
 
 
 def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Every round not stored yet. Round 0 (the discarded burn-in) is each leg's probe: a leg whose
+    command fails there is said once — the run stops when it is the baseline or an environment leg,
+    a revision is left out of every later round — never retried round after round."""
+    from kprof.engine.parent import say_refused
+    from kprof.revisions.benchmark import check_unchanged
+
     run = folder.read_run()
-    if run.revisions:
-        run = run_setup(folder, run, on_event)
     collect = program_collector(run.collector)
+    say_refused(run, on_event)
+    status = run.status(BUSY_CASE)
+    dropped: dict[str, str] = dict(status.failed)  # legs left out of every round, and why
+    for leg in run.legs:
+        tree = run.revisions.get(leg.revision or "")
+        if tree is not None and (tree.refused or tree.path is None):
+            dropped.setdefault(leg.name, f"refused: {tree.refused}")
+    if run.baseline.name in dropped:
+        raise ProgramFailed(run.baseline.name, f"the baseline cannot run: {dropped[run.baseline.name]}")
+    failures: dict[str, str] = dict(status.extra.get("failures", {}))  # a later round's failure of a leg
     orders = round_orders(len(run.legs), run.rounds + 1, run.seed)
     done = set(folder.finished_rounds(0))
-    failures: dict[str, str] = dict(run.status(BUSY_CASE).extra.get("failures", {}))
     for r in range(run.rounds + 1):
         if r in done:
             continue
-        rows = []
+        if run.benchmark is not None and not run.benchmark.in_tree:
+            check_unchanged(run.benchmark)
+        rows: list[dict[str, Any]] = []
         for slot, li in enumerate(orders[r]):
             leg = run.legs[li]
-            tag = f"r{r:03d}-{li}"
-            tree = run.revisions.get(leg.revision or "")
-            if tree is not None and (tree.refused or tree.path is None):
-                failures[f"{leg.name} round {r}"] = f"refused: {tree.refused}"
+            if leg.name in dropped:
                 continue
-            cwd = Path(tree.path) if tree is not None and tree.path else None
+            env, cwd = _leg_env(run, leg)
             try:
-                env = dict(os.environ, **dict(leg.env))
-                trace = load_trace(collect.run(run.program, (folder.root / "traces").resolve(), tag, env, cwd))
+                path = collect.run(run.program, (folder.root / "traces").resolve(), f"r{r:03d}-{li}", env, cwd)
+                trace = load_trace(path, step_pattern=run.step_pattern or None)
+                common = dict(leg=leg.name, round=r, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
+                rows += process_samples(trace.events, run, common)
             except KprofInputError as e:
-                failures[f"{leg.name} round {r}"] = str(e)
-                on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": str(e)})
-                continue
-            k = trace.events
-            if len(k) == 0:
-                reason = "the trace holds no GPU activity (was it run on a GPU?)"
-                failures[f"{leg.name} round {r}"] = reason
-                on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": reason})
-                continue
-            common = dict(leg=leg.name, round=r, sample=0, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
-            rows.append(dict(common, case=BUSY_CASE, time_ns=float(busy_ns(k))))
-            kernels = k[k["kind"] == "kernel"]
-            for name, g in kernels.groupby("name", observed=True):
-                rows.append(dict(common, case=f"{name}{PER_CALL}", time_ns=float(g["dur_ns"].astype("int64").mean())))
+                reason = _reason(e, cwd)
+                if r > 0:  # it ran in the probe: a failure of one process, said and counted
+                    failures[f"{leg.name} round {r}"] = reason
+                    on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": reason})
+                elif leg.revision and not (leg.has(Role.BASELINE) or leg.has(Role.AA)):
+                    dropped[leg.name] = reason
+                    on_event({"event": "revision_refused", "leg": leg.name, "reason": reason})
+                else:
+                    base = leg.has(Role.AA) or leg.has(Role.BASELINE)
+                    who = f"the baseline {run.baseline.name}" if base else leg.name
+                    raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
+        folder.update_case(BUSY_CASE, failed=dropped, failures=failures)
         on_event({"event": "round", "case": "program", "round": r, "rounds": run.rounds})
-    folder.update_case(BUSY_CASE, status="done", failures=failures)
+    folder.update_case(BUSY_CASE, status="done", failed=dropped, failures=failures)
+
+
+def _reason(error: KprofInputError, tree: Path | None) -> str:
+    """A failed run in words, with the revision's cache folder cut out of it."""
+    if tree is None:
+        return str(error)
+    from kprof.revisions.benchmark import without_tree
+
+    return without_tree(str(error), tree)
+
+
+def process_samples(events: pd.DataFrame, run: Run, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """One process's samples: GPU busy per steady step (one sample per step; the first step is
+    warm-up) when its trace has steps, GPU busy over the whole process, the --metric kernels' time
+    (per steady step, else per process), and every kernel's µs per call (in the steady steps)."""
+    if len(events) == 0:
+        raise KprofInputError("the trace", "holds no GPU activity (was it run on a GPU?)")
+    steps, _ = step_table(events)
+    steady = steps.loc[~steps["warmup"].astype(bool), "step"].to_numpy("int64") if len(steps) else []
+    if run.step_pattern and not len(steady):
+        raise KprofInputError("--steps", f"{run.step_pattern!r} marks fewer than two steps in the trace")
+    rows = []
+    if len(steady):
+        busy = steps.set_index("step")["busy_us"]
+        rows += [dict(common, case=BUSY_STEP_CASE, sample=i, time_ns=busy[s] * 1e3) for i, s in enumerate(steady)]
+    rows.append(dict(common, case=BUSY_CASE, sample=0, time_ns=float(busy_ns(events))))
+    kernels = events[events["kind"] == "kernel"]
+    if len(steady):
+        kernels = kernels[kernels["step"].isin(steady)]
+    if run.metric:
+        rows += _metric_rows(kernels, run.metric, steady, common)
+    for name, g in kernels.groupby("name", observed=True):
+        rows.append(dict(common, case=f"{name}{PER_CALL}", sample=0, time_ns=float(g["dur_ns"].astype("int64").mean())))
+    return rows
+
+
+def metric_case(pattern: str, stepped: bool) -> str:
+    return f"kernels /{pattern}/ per {'step' if stepped else 'process'}"
+
+
+def _metric_rows(kernels: pd.DataFrame, pattern: str, steady: Any, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """The device time of the kernels whose names match ``pattern``: one sample per steady step,
+    else one for the process. Their names may change between revisions; their work is what counts."""
+    regex = re.compile(pattern)
+    names = pd.unique(kernels["name"].astype(str))
+    hit = kernels[kernels["name"].astype(str).isin([n for n in names if regex.search(n)])]
+    if not len(hit):
+        raise KprofInputError("--metric", f"{pattern!r} matches no kernel of the trace")
+    dur = hit["dur_ns"].astype("int64")
+    case = metric_case(pattern, bool(len(steady)))
+    if not len(steady):
+        return [dict(common, case=case, sample=0, time_ns=float(dur.sum()))]
+    per_step = dur.groupby(hit["step"].to_numpy("int64")).sum().reindex(steady, fill_value=0)
+    return [dict(common, case=case, sample=i, time_ns=float(v)) for i, v in enumerate(per_step.to_numpy())]
+
+
+def headline_case(folder: RunFolder) -> str:
+    """The case a bisect of whole programs follows: the --metric kernels, else GPU busy per steady
+    step when the traces have steps, else GPU busy per process."""
+    run = folder.read_run()
+    cases = set(folder.read("samples")["case"].astype(str)) if folder.finished_rounds(0) else set()
+    if run.metric:
+        stepped = metric_case(run.metric, True)
+        return stepped if stepped in cases else metric_case(run.metric, False)
+    return BUSY_STEP_CASE if BUSY_STEP_CASE in cases else BUSY_CASE

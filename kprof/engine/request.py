@@ -7,12 +7,15 @@ typed :class:`~kprof.run_model.Run` in the folder's meta.json.
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
+from kprof.engine.events import Event
 from kprof.engine.gpus import parse_gpus
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
@@ -90,6 +93,9 @@ class RunRequest:
     revs: list[str] = field(default_factory=list)  # repeated --rev (the first is the baseline)
     repo: str | None = None
     allow_changed_outputs: bool = False
+    paths: list[str] = field(default_factory=list)  # --paths: only the range's commits that touch these
+    setup: str = ""  # --setup: a command run once in each revision's tree before anything is timed
+    in_tree: bool = False  # --in-tree: the workload file at its path inside each revision's tree
 
     @property
     def by_revision(self) -> bool:
@@ -110,29 +116,50 @@ def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | 
     )
 
 
-def _revision_workload(req: RunRequest) -> tuple[Workload, list[Leg], list[FeatureRecord], dict[str, Any]]:
-    """The workload as the baseline revision defines it (a bundled family by name, from the running
-    kprof; a file, from the baseline's tree), the legs, the commits as levers, and the Run fields
-    that describe the revisions (repository, commits, trees)."""
-    from kprof.revisions.plan import commit_records, find_repo, revision_legs
+def _revision_workload(
+    req: RunRequest, on_event: Callable[[Event], None]
+) -> tuple[Workload, list[Leg], list[FeatureRecord], dict[str, Any]]:
+    """The workload (a bundled family by name, from the running kprof; a user's file, from where the
+    user keeps it, read with the baseline revision's code first on the import path), the legs, the
+    commits as levers, and the Run fields that describe the revisions (repository, commits, trees)."""
+    from kprof.revisions.benchmark import import_path, imports_from, in_tree_path, locate, without_tree
+    from kprof.revisions.plan import find_repo, note_benchmark, revision_legs
 
     repo = find_repo(req.repo, req.workload)
-    probe = load_workload(req.workload) if not req.workload.endswith(".py") else None
+    bundled = not req.workload.endswith(".py")
+    probe = load_workload(req.workload) if bundled else None
+    if bundled and req.in_tree:
+        raise KprofInputError("--in-tree", "is for a workload file; a bundled workload always comes from each tree")
+    bench = None if bundled else locate(req.workload, repo.root, req.in_tree)
     rtol = probe.reference_rtol if probe is not None else 2e-2
-    legs, trees, commits, features = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, rtol)
-    in_tree = req.workload if probe is not None else repo.relative(Path(req.workload))
-    base_tree = trees[legs[0].revision or ""]
+    plan = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, rtol, req.paths, req.setup, on_event)
+    note_benchmark(plan, bench, repo, on_event)
+    base_leg = plan.legs[0]
+    base_tree = plan.trees[base_leg.revision or ""]
     if base_tree.refused or base_tree.path is None:
-        raise KprofInputError("--revisions", f"the baseline revision cannot be made: {base_tree.refused}")
-    workload = probe or load_workload(str(Path(base_tree.path) / in_tree))
-    fields = dict(
-        repo=str(repo.root),
-        commits=commit_records(commits),
-        revisions=trees,
-        workload_in_tree=in_tree,
+        raise KprofInputError("--revisions", f"the baseline {base_leg.name} cannot be made: {base_tree.refused}")
+    workload = probe
+    if workload is None and bench is not None:
+        tree = Path(base_tree.path)
+        try:
+            with imports_from(import_path(tree, bench, repo.root)), warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                workload = load_workload(str(in_tree_path(bench, tree)))
+        except KprofInputError as e:
+            problem = without_tree(e.problem, tree)
+            raise KprofInputError(req.workload, f"at the baseline {base_leg.name}: {problem}") from None
+        for text in dict.fromkeys(str(w.message) for w in seen):  # the revision's own warnings, said once
+            on_event(
+                {"event": "note", "text": f"importing the benchmark at {base_leg.name}: {without_tree(text, tree)}"}
+            )
+    assert workload is not None
+    fields = plan.fields(repo, req.paths) | dict(
+        workload_in_tree=req.workload if bundled else "",
+        benchmark=bench,
         allow_changed_outputs=req.allow_changed_outputs,
+        setup_command=req.setup,
     )
-    return workload, legs, features, fields
+    return workload, plan.legs, plan.features, fields
 
 
 def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list[CaseRecord]:
@@ -147,8 +174,9 @@ def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list
     return [first, *again, *cases[1:]]
 
 
-def plan_run(req: RunRequest) -> Run:
-    """Check every argument and describe the run; nothing is timed (revision trees are made)."""
+def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None) -> Run:
+    """Check every argument and describe the run; nothing is timed (revision trees are made and,
+    with --setup, built)."""
     device = req.device or default_device()
     check_device(device)
     gpus = [req.on_gpu] if req.on_gpu is not None else parse_gpus(req.gpus, device)
@@ -160,11 +188,18 @@ def plan_run(req: RunRequest) -> Run:
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
         if req.ray is not None:
             raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
-        workload, legs, features, revision_fields = _revision_workload(req)
+        workload, legs, features, revision_fields = _revision_workload(req, on_event)
     else:
+        for option, given in (("--setup", req.setup), ("--paths", req.paths), ("--in-tree", req.in_tree)):
+            if given:
+                raise KprofInputError(option, "is for revision runs (--revisions A..B or --rev)")
         workload = load_workload(req.workload)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
-    cases = [c for c in workload.cases(preset) if not req.case_filter or req.case_filter in c.name]
+    every = workload.cases(preset)
+    # --case names a case exactly, else picks those whose names contain it ("b1" is b1, not b128 too)
+    cases = [c for c in every if c.name == req.case_filter] or [
+        c for c in every if not req.case_filter or req.case_filter in c.name
+    ]
     if not cases:
         raise KprofInputError("--case", f"no case of preset {preset!r} matches {req.case_filter!r}")
     min_rounds = 5 if req.buffers == "per-leg" else 6
@@ -282,9 +317,9 @@ def _fits(req: RunRequest, processes: int) -> bool:
     return req.buffer_sets >= processes and req.rounds // processes >= -(-req.buffer_sets // processes)
 
 
-def create_run(out: Path | None, req: RunRequest) -> RunFolder:
+def create_run(out: Path | None, req: RunRequest, on_event: Callable[[Event], None] = lambda e: None) -> RunFolder:
     """Plan the run and write its folder (``out``, or a new folder under ``runs/``)."""
-    run = plan_run(req)
+    run = plan_run(req, on_event)
     folder = RunFolder(out or default_folder(req.workload))
     folder.create(run)
     return folder

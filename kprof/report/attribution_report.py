@@ -15,17 +15,31 @@ from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.analysis.stats import EFFECT_COLUMNS
 from kprof.errors import KprofInputError
-from kprof.report.run_report import aa_records, commits_table, effect_cell, header, status_lines
+from kprof.report.run_report import (
+    aa_records,
+    commits_table,
+    effect_cell,
+    header,
+    revision_json,
+    revision_lines,
+    status_lines,
+)
 from kprof.report.table import Cell, Column, Document, Table, records
 from kprof.run_model import Run
 
 DESIGN_TITLES = {
     "total": "all levers together vs baseline",
-    "add_one": "add-one: baseline + lever",
-    "leave_one_out": "leave-one-out: all levers − lever (revert one commit)",
+    "add_one": "add-one: baseline + lever, against the baseline",
+    "leave_one_out": "leave-one-out: all levers, against all levers − lever (what the lever adds to the others)",
     "shapley": "Shapley value (exact, from every combination; adds up to the total)",
     "interaction": "two-way interactions (±1-coded factorial effect)",
     "unexplained": "total − Σ add-one (what an additive story misses)",
+}
+# The same designs when the levers are the commits of a range.
+REVISION_TITLES = DESIGN_TITLES | {
+    "total": "head vs base (every commit)",
+    "add_one": "add-one: base + commit, against the base",
+    "leave_one_out": "leave-one-out: the head, against the head − commit (reverted: what it adds to all the others)",
 }
 CONVENTION = (
     "effect = 100·(t_without/t_with − 1): positive = the lever makes it faster; Hodges–Lehmann estimate "
@@ -49,10 +63,11 @@ def _grids(table: pd.DataFrame) -> list[tuple[str, list[str], list[tuple[str, li
     return out
 
 
-def grid_tables(table: pd.DataFrame) -> list[Table]:
+def grid_tables(table: pd.DataFrame, revisions: bool = False) -> list[Table]:
+    titles = REVISION_TITLES if revisions else DESIGN_TITLES
     tables = []
     for design, levers, rows in _grids(table):
-        t = Table(DESIGN_TITLES[design], [Column("case", "left", is_name=True), *(Column(lv) for lv in levers)])
+        t = Table(titles[design], [Column("case", "left", is_name=True), *(Column(lv) for lv in levers)])
         for case, cells in rows:
             t.add(case, *(effect_cell(r, with_verdict=True) if r is not None else "" for r in cells))
         tables.append(t)
@@ -107,7 +122,9 @@ def attribution_document(result: Attribution) -> Document:
     doc.text(header(run, " per-lever attribution") + "; " + CONVENTION + ".", "bold")
     if (commits := commits_table(run)) is not None:
         doc.table(commits)
-    for t in grid_tables(result.levers):
+    for line in revision_lines(run):
+        doc.text(line)
+    for t in grid_tables(result.levers, revisions=bool(run.revisions)):
         doc.table(t)
     for t in sweep_tables(result.sweep) if len(result.sweep) else []:
         doc.table(t)
@@ -127,6 +144,7 @@ def attribution_document(result: Attribution) -> Document:
         ],
         "sweep": records(result.sweep),
         "kernels": records(result.run.kernel_effects),
+        **revision_json(run),
     }
     doc.records = result.levers
     return doc
@@ -162,7 +180,7 @@ def render_html(result: Attribution) -> str:
         f"<h1>{html.escape(run.workload_name)}: per-lever attribution</h1>",
         f"<p>{html.escape(run.timer_label)}; {html.escape(CONVENTION)}.</p>",
     ]
-    for t in grid_tables(table):
+    for t in grid_tables(table, revisions=bool(run.revisions)):
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(html_table(t))
     for case, series in per_round.items():

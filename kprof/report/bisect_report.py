@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from kprof.report.run_report import paths_line
 from kprof.report.table import Cell, Column, Document, Table, verdict_cell
 from kprof.revisions.bisect import Bisect, Segment
+from kprof.revisions.git import cut_words
 
 
 def _span(b: Bisect, lo: int, hi: int) -> str:
@@ -49,9 +51,24 @@ def bisect_document(b: Bisect) -> Document:
         )
         for c in b.culprits:
             commit = b.commits[c - 1]
-            found.add(commit["sha"][:7], commit.get("subject", ""))
+            found.add(commit["sha"][:7], cut_words(commit.get("subject", ""), 90))
         doc.table(found)
+    if b.skipped:
+        skipped = Table(
+            "revisions that could not be timed (skipped, as git bisect skip does)",
+            [Column("after commit", "left"), Column("subject", "left"), Column("why", "left", is_name=True)],
+        )
+        for number, why in sorted(b.skipped.items()):
+            commit = b.commits[number - 1] if number else b.base
+            skipped.add(commit["sha"][:7], cut_words(commit.get("subject", ""), 60), why)
+        doc.table(skipped)
+    if b.paths:
+        doc.text(
+            paths_line(b.paths, len(b.commits), b.left_out, "each counts in the segment of the next commit bisected")
+        )
     line = f"verdict: {b.verdict}"
+    if b.verdict == "RANGE":
+        line += " (the change is in these commits; the revisions between them could not be timed)"
     if b.rounds_needed:
         line += f"; rounds needed to resolve the practical threshold at this noise: {b.rounds_needed}"
     doc.text(line, "bold")

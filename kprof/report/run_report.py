@@ -4,6 +4,7 @@ per-kernel breakdown of the torch collector; planted vs recovered for calibratio
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
@@ -11,6 +12,7 @@ import pandas as pd
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import NO_BASELINE, CaseSummary
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
+from kprof.revisions.git import cut_words
 from kprof.run_model import Role, Run
 
 EFFECT_CONVENTION = (
@@ -216,14 +218,37 @@ def commits_table(run: Run) -> Table | None:
         ],
     )
     for c in run.commits:
-        subject = c.get("subject", "")
         t.add(
             c["sha"][:7],
-            subject if len(subject) <= 90 else subject[:89] + "…",
+            cut_words(c.get("subject", ""), 90),
             c.get("author_date", "")[:10],
             c.get("diffstat", ""),
         )
     return t
+
+
+def paths_line(paths: list[str], kept: int, left_out: list[dict[str, Any]], what: str) -> str:
+    """``--paths``: how many commits touch them and the ones left out (the first few by name; the
+    JSON lists every one); ``what`` says what a left-out commit means in this kind of run."""
+    line = f"--paths {' '.join(paths)}: {kept} commits of the range touch them"
+    if not left_out:
+        return line
+    shown = 8
+    names = "; ".join(f"{c['sha'][:7]} {cut_words(c.get('subject', ''), 50)}" for c in left_out[:shown])
+    more = f"; and {len(left_out) - shown} more (the JSON lists every one)" if len(left_out) > shown else ""
+    return f"{line}; {len(left_out)} left out ({what}): {names}{more}"
+
+
+def revision_lines(run: Run) -> list[str]:
+    """Where a revision run's benchmark came from, and the commits --paths left out."""
+    lines = []
+    if run.benchmark is not None:
+        b = run.benchmark
+        where = f"at {b.in_tree} inside each revision's tree" if b.in_tree else "from where you keep it"
+        lines.append(f"benchmark {b.path} (SHA-256 {b.sha256[:12]}…), {where}; each revision's code from its own tree")
+    if run.paths:
+        lines.append(paths_line(run.paths, len(run.commits), run.left_out, "in the head's tree, switched by no leg"))
+    return lines
 
 
 def _gpu_spread_table(spread: pd.DataFrame) -> Table:
@@ -253,6 +278,8 @@ def run_document(report: RunReport) -> Document:
     doc.text(header(run) + "; " + EFFECT_CONVENTION + ".", "bold")
     if (commits := commits_table(run)) is not None:
         doc.table(commits)
+    for line in revision_lines(run):
+        doc.text(line)
     copy = run.timer_info.get("copy_gbps")
     if copy and run.device_timed:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
@@ -306,4 +333,17 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "gpu_spread": records(report.gpu_spread),
         "case_status": {k: v.record() for k, v in run.case_status.items()},
         "warnings": report.warnings,
+        **revision_json(run),
+    }
+
+
+def revision_json(run: Run) -> dict[str, Any]:
+    """A revision run's benchmark and the commits --paths left out, for JSON readers."""
+    if not run.revisions:
+        return {}
+    return {
+        "benchmark": asdict(run.benchmark) if run.benchmark else None,
+        "commits": [{k: c.get(k) for k in ("sha", "subject")} for c in run.commits],
+        "paths": run.paths,
+        "left_out": [{k: c.get(k) for k in ("sha", "subject")} for c in run.left_out],
     }

@@ -86,7 +86,7 @@ def listed_legs(repo: Repo, revs: list[str], aa_copies: int = 1) -> tuple[list[L
         else:
             commit = repo.commit(rev)
             commits.append(commit)
-            spec, name = TreeSpec(commit.sha), f"{commit.short} {commit.subject[:40]}".strip()
+            spec, name = TreeSpec(commit.sha), commit.label()
         key = _key(spec)
         if key in specs:
             raise KprofInputError("--rev", f"{rev!r} is given twice")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,10 @@ class Commit:
     def short(self) -> str:
         return self.sha[:7]
 
+    def label(self, width: int = 48) -> str:
+        """``sha subject``, the subject cut at a word boundary with "…" so that it fits ``width``."""
+        return f"{self.short} {cut_words(self.subject, width - 8)}".strip()
+
     def record(self) -> dict[str, Any]:
         return asdict(self) | {"parents": list(self.parents)}
 
@@ -32,6 +37,27 @@ class Commit:
         return cls(
             d["sha"], d.get("subject", ""), d.get("author_date", ""), tuple(d.get("parents", ())), d.get("diffstat", "")
         )
+
+
+def cut_words(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut after a whole word and marked with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > width // 3 else head).rstrip(" ,.;:-") + "…"
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """A..B as a run uses it: the commits that are levers (or bisect points), and those that
+    ``--paths`` left out (they are in the head's tree, but no leg switches them)."""
+
+    base: Commit
+    head: Commit
+    commits: list[Commit]
+    left_out: list[Commit] = field(default_factory=list)
 
 
 class GitError(Exception):
@@ -66,22 +92,43 @@ class Repo:
             raise KprofInputError("--revisions", f"{rev!r} is not a commit of {self.root}") from None
 
     def commit(self, rev: str) -> Commit:
-        sha = self.resolve(rev)
-        fields = git(self.root, "show", "-s", "--format=%H%x00%s%x00%aI%x00%P", sha).strip().split("\x00")
-        stat = git(self.root, "show", "--shortstat", "--format=", sha).strip()
-        return Commit(fields[0], fields[1], fields[2], tuple(fields[3].split()), stat)
+        return self._log([self.resolve(rev)], "-1")[0]
 
-    def range(self, spec: str) -> tuple[Commit, Commit, list[Commit]]:
+    def _log(self, revs: list[str], *options: str) -> list[Commit]:
+        """Commits of one ``git log`` (subject, date, parents and shortstat each), oldest first."""
+        fmt = "--format=%x1e%H%x00%s%x00%aI%x00%P"  # a merge's stat is against its first parent
+        text = git(self.root, "log", *options, fmt, "--shortstat", "--diff-merges=first-parent", *revs, "--")
+        commits = []
+        for record in filter(None, text.split("\x1e")):
+            head, _, stat = record.partition("\n")
+            sha, subject, date, parents = head.split("\x00")
+            commits.append(Commit(sha, subject, date, tuple(parents.split()), stat.strip()))
+        return commits
+
+    def range(self, spec: str, paths: Sequence[str] = ()) -> CommitRange:
         """``A..B``: the base A, the head B, and the commits of B not in A, oldest first (first parent
-        only: a merged branch counts as its merge commit)."""
+        only: a merged branch counts as its merge commit). With ``paths``, only the commits that
+        touch them (git's own path limiting, each commit against its first parent) are kept; the
+        others are listed as left out."""
         if ".." not in spec:
             raise KprofInputError("--revisions", f"expected A..B (e.g. main..my-branch), got {spec!r}")
         a, b = spec.split("..", 1)
         base, head = self.commit(a or "HEAD"), self.commit(b or "HEAD")
-        shas = git(self.root, "rev-list", "--reverse", "--first-parent", f"{base.sha}..{head.sha}").split()
-        if not shas:
+        every = self._log([f"{base.sha}..{head.sha}"], "--first-parent", "--reverse")
+        if not every:
             raise KprofInputError("--revisions", f"{spec} holds no commits")
-        return base, head, [self.commit(s) for s in shas]
+        if not paths:
+            return CommitRange(base, head, every)
+        try:
+            touching = set(
+                git(self.root, "rev-list", "--first-parent", f"{base.sha}..{head.sha}", "--", *paths).split()
+            )
+        except GitError as e:
+            raise KprofInputError("--paths", e.stderr.splitlines()[-1] if e.stderr else "git refused them") from None
+        kept = [c for c in every if c.sha in touching]
+        if not kept:
+            raise KprofInputError("--paths", f"no commit of {spec} touches {' '.join(paths)}")
+        return CommitRange(base, head, kept, [c for c in every if c.sha not in touching])
 
     def is_dirty(self) -> bool:
         return bool(git(self.root, "status", "--porcelain", "--untracked-files=no").strip())

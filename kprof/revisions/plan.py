@@ -1,16 +1,23 @@
 """A revision run described: which commits, the legs of the design, the tree of each leg (made in
-the cache now, so a commit that does not apply is known before anything is timed)."""
+the cache now, so a commit that does not apply is known before anything is timed) and, with
+``--setup``, each tree built once."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from kprof.engine.events import Event
 from kprof.errors import KprofInputError
+from kprof.revisions.benchmark import differs_in_trees
 from kprof.revisions.design import listed_legs, range_legs
-from kprof.revisions.git import Commit, Repo
+from kprof.revisions.git import Commit, CommitRange, Repo
+from kprof.revisions.tree_setup import refusal, run_setup
 from kprof.revisions.trees import TreeSpec, materialise
-from kprof.run_model import FeatureRecord, Leg, RevisionTree
+from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionTree
 
 
 def find_repo(repo: str | None, workload: str | None) -> Repo:
@@ -18,36 +25,103 @@ def find_repo(repo: str | None, workload: str | None) -> Repo:
     if repo:
         return Repo(Path(repo))
     if workload and workload.endswith(".py"):
-        return Repo(Path(workload).resolve())
+        found = _repo_of(Path(workload).resolve())
+        if found is not None:
+            return found
     return Repo(Path.cwd())
 
 
+def _repo_of(path: Path) -> Repo | None:
+    """The repository a file lies in, if any (a benchmark kept outside every repository has none)."""
+    try:
+        return Repo(path)
+    except KprofInputError:
+        return None
+
+
+@dataclass
+class RevisionPlan:
+    """What a revision run times: its legs, the tree of each, the commits (levers of a range run)
+    and the range's commits that ``--paths`` left out."""
+
+    legs: list[Leg]
+    trees: dict[str, RevisionTree]
+    commits: list[Commit]
+    features: list[FeatureRecord] = field(default_factory=list)
+    left_out: list[Commit] = field(default_factory=list)
+
+    def fields(self, repo: Repo, paths: Sequence[str]) -> dict[str, Any]:
+        """The Run fields that describe the revisions."""
+        return dict(
+            repo=str(repo.root),
+            commits=commit_records(self.commits),
+            revisions=self.trees,
+            paths=list(paths),
+            left_out=commit_records(self.left_out),
+        )
+
+
 def revision_legs(
-    repo: Repo, revisions: str | None, revs: list[str], design: str, aa_copies: int, rtol: float
-) -> tuple[list[Leg], dict[str, RevisionTree], list[Commit], list[FeatureRecord]]:
-    """Legs, their trees (materialised), the commits, and the commits as levers (range runs)."""
+    repo: Repo,
+    revisions: str | None,
+    revs: list[str],
+    design: str,
+    aa_copies: int,
+    rtol: float,
+    paths: Sequence[str] = (),
+    setup: str = "",
+    on_event: Callable[[Event], None] = lambda e: None,
+) -> RevisionPlan:
+    """Legs, their trees (materialised, and set up), the commits, and the commits as levers (range runs)."""
     if revisions and revs:
         raise KprofInputError("--rev", "give either --revisions A..B or repeated --rev, not both")
-    features: list[FeatureRecord] = []
+    if paths and not revisions:
+        raise KprofInputError("--paths", "keeps the commits of a range that touch them: give --revisions A..B")
     if revisions:
-        base, head, commits = repo.range(revisions)
-        legs, specs = range_legs(base, head, commits, design, aa_copies)
-        features = [FeatureRecord(c.short, "tolerance", rtol=rtol, doc=c.subject) for c in commits]
+        span: CommitRange = repo.range(revisions, paths)
+        legs, specs = range_legs(span.base, span.head, span.commits, design, aa_copies)
+        features = [FeatureRecord(c.short, "tolerance", rtol=rtol, doc=c.subject) for c in span.commits]
+        plan = RevisionPlan(legs, {}, span.commits, features, span.left_out)
     else:
         legs, specs, commits = listed_legs(repo, revs, aa_copies)
-    trees = {key: _tree(repo, spec) for key, spec in specs.items()}
-    return legs, trees, commits, features
+        plan = RevisionPlan(legs, {}, commits)
+    names = {leg.revision: leg.name for leg in legs}
+    made: dict[TreeSpec, RevisionTree] = {}  # an A/A copy runs its baseline's tree: made and set up once
+    for key, spec in specs.items():
+        if spec not in made:
+            made[spec] = _tree(repo, spec, setup, names.get(key, key), on_event)
+        plan.trees[key] = made[spec]
+    return plan
 
 
-def _tree(repo: Repo, spec: TreeSpec) -> RevisionTree:
+def note_benchmark(
+    plan: RevisionPlan, bench: BenchmarkRecord | None, repo: Repo, on_event: Callable[[Event], None]
+) -> None:
+    """Say once when the benchmark is a repository file that some revisions hold in another version."""
+    if bench is None:
+        return
+    trees = {k: Path(t.path) for k, t in plan.trees.items() if t.path and "#aa" not in k}
+    names = {leg.revision or "": leg.name for leg in plan.legs}
+    note = differs_in_trees(bench, repo.root, trees, names)
+    if note:
+        on_event({"event": "note", "text": note})
+
+
+def _tree(repo: Repo, spec: TreeSpec, setup: str, name: str, on_event: Callable[[Event], None]) -> RevisionTree:
     made = materialise(repo, spec)
-    return RevisionTree(
+    tree = RevisionTree(
         path=str(made.path) if made.path else None,
         base=spec.base,
         ops=[list(op) for op in spec.ops],
         worktree=spec.worktree,
         refused=made.refused,
     )
+    if setup and made.path is not None:
+        said = {"event": "phase", "case": name, "step": "tree_setup"}
+        tree.setup = run_setup(made.path, setup, dict(os.environ), lambda: on_event(said))
+        if tree.setup["exit_code"] != 0:
+            tree.refused = refusal(tree.setup)
+    return tree
 
 
 def commit_records(commits: list[Commit]) -> list[dict[str, object]]:

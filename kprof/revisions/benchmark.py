@@ -1,0 +1,153 @@
+"""The user's benchmark in a revision run: a workload file, or the script of a whole program.
+
+It comes from where the user keeps it, for every revision, and each revision's code comes from that
+revision's tree: the tree goes first on the import path, then the benchmark's own folder (asv keeps
+its benchmarks apart from the history they measure for the same reason: a benchmark written for a
+branch is almost never in the commits it must time). ``--in-tree`` asks for the old way instead:
+the file at the same path inside each revision's tree.
+
+The benchmark's SHA-256 is recorded when the run is planned and checked whenever a process is about
+to run it, so a run never mixes two versions of one benchmark (resume included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from kprof.errors import KprofInputError
+from kprof.run_model import BenchmarkRecord
+
+
+def sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise KprofInputError(path, f"cannot be read ({e.strerror or e})") from None
+
+
+def locate(spec: str, repo_root: Path, in_tree: bool) -> BenchmarkRecord:
+    """The benchmark ``spec`` names (a path from the current directory), with its hash. With
+    ``in_tree`` it must lie inside the repository: each revision's copy is used."""
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise KprofInputError(spec, "no such file")
+    path = path.resolve()
+    inside = _inside(path, repo_root)
+    if in_tree and inside is None:
+        raise KprofInputError(spec, f"--in-tree needs the benchmark inside the repository {repo_root}")
+    return BenchmarkRecord(str(path), sha256(path), str(inside) if in_tree else "")
+
+
+def _inside(path: Path, root: Path) -> Path | None:
+    try:
+        return path.relative_to(root.resolve())
+    except ValueError:
+        return None
+
+
+def without_tree(text: str, tree: Path) -> str:
+    """A message about a revision's files with the cache folder cut out: paths read as they do in
+    the repository (``pkg/kernel.py``), never as a folder the user never made."""
+    return text.replace(f"{tree}{os.sep}", "").replace(str(tree), ".")
+
+
+class BenchmarkChanged(KprofInputError):
+    """The benchmark is not the file the run was planned with: nothing more may be timed with it."""
+
+
+def check_unchanged(bench: BenchmarkRecord) -> None:
+    """A one-line error when the benchmark was changed, moved or removed since the run was planned."""
+    path = Path(bench.path)
+    if not path.is_file():
+        raise BenchmarkChanged(path, "the run's benchmark is gone (moved or removed since the run started)")
+    if sha256(path) != bench.sha256:
+        raise BenchmarkChanged(
+            path, f"changed since the run started (it had SHA-256 {bench.sha256[:12]}…): restore it, or start a new run"
+        )
+
+
+def in_tree_path(bench: BenchmarkRecord, tree: Path) -> Path:
+    """The file a revision runs: its own copy with --in-tree, else the user's."""
+    return tree / bench.in_tree if bench.in_tree else Path(bench.path)
+
+
+def import_path(tree: Path, bench: BenchmarkRecord, repo_root: Path) -> list[str]:
+    """What goes first on a revision's import path: the tree, then the benchmark's folder — as that
+    revision has it when the benchmark lies inside the repository (so nothing of the user's
+    checkout can stand in for the revision's code), else the folder itself."""
+    folder = in_tree_path(bench, tree).parent
+    inside = _inside(folder, repo_root)
+    if inside is not None:
+        folder = tree / inside
+    entries = [str(tree), str(folder)]
+    return list(dict.fromkeys(entries))
+
+
+@contextlib.contextmanager
+def imports_from(entries: Sequence[str]) -> Iterator[None]:
+    """``entries`` first on ``sys.path`` for the duration (the parent reads a benchmark's cases with
+    the base revision's code, then gives its import path back)."""
+    sys.path[:0] = list(entries)
+    try:
+        yield
+    finally:
+        for entry in entries:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+
+
+def differs_in_trees(bench: BenchmarkRecord, repo_root: Path, trees: dict[str, Path], names: dict[str, str]) -> str:
+    """A note when the benchmark is a file of the repository that some revisions hold in another
+    version: the user's copy is run for every revision, which is what they asked for unless they
+    meant each revision's own (--in-tree). Empty when nothing differs."""
+    inside = _inside(Path(bench.path), repo_root)
+    if bench.in_tree or inside is None:
+        return ""
+    differ = [
+        names.get(k, k) for k, t in trees.items() if (t / inside).is_file() and sha256(t / inside) != bench.sha256
+    ]
+    if not differ:
+        return ""
+    shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+    return (
+        f"{inside} is in the repository and differs at {shown}: the copy where you keep it runs for every "
+        "revision (--in-tree runs each revision's own)"
+    )
+
+
+def program_env(env: dict[str, str], entries: Sequence[str]) -> dict[str, str]:
+    """A whole program's environment in a revision's tree: ``entries`` first on Python's import path,
+    and no script folder or current directory put before them (PYTHONSAFEPATH, Python ≥ 3.11), so a
+    script kept in the user's checkout imports the revision's code, not the checkout's."""
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return dict(env, PYTHONPATH=os.pathsep.join([*entries, *rest]), PYTHONSAFEPATH="1")
+
+
+def script_index(program: Sequence[str]) -> int | None:
+    """Which word of a command is its script: ``python [options] SCRIPT …`` (not ``-m``/``-c``),
+    ``bash|sh SCRIPT``, or the command itself when it is a path (``./bench.sh``)."""
+    first = Path(program[0]).name
+    if first.startswith("python") or first in ("bash", "sh", "zsh"):
+        i = 1
+        while i < len(program) and program[i].startswith("-"):
+            if program[i] in ("-m", "-c"):
+                return None
+            i += 2 if program[i] in ("-X", "-W") else 1
+        return i if i < len(program) else None
+    return 0 if "/" in program[0] else None
+
+
+def locate_program(program: Sequence[str], repo_root: Path, in_tree: bool) -> tuple[list[str], BenchmarkRecord | None]:
+    """The command with its script made absolute (it runs from where the user keeps it, while the
+    command runs in each revision's tree); with ``in_tree``, relative to the repository's root (the
+    command runs there: each tree's own copy)."""
+    i = script_index(program)
+    if i is None:
+        return list(program), None
+    bench = locate(program[i], repo_root, in_tree)
+    return [*program[:i], bench.in_tree or bench.path, *program[i + 1 :]], bench
