@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 
 from kprof import __version__
-from kprof.errors import KprofInputError
+from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
 
 app = typer.Typer(
@@ -122,12 +122,7 @@ def main(
 
 
 def _regex(pattern: str | None, option: str) -> re.Pattern[str] | None:
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise KprofInputError(option, f"not a valid regular expression ({e})") from None
+    return None if pattern is None else checked_regex(pattern, option)
 
 
 @app.command()

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+
+def checked_regex(pattern: str, option: str) -> re.Pattern[str]:
+    """``pattern`` compiled, or a one-line error naming the option that gave it."""
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise KprofInputError(option, f"not a valid regular expression ({e})") from None
 
 
 class KprofInputError(Exception):

@@ -63,7 +63,7 @@ def busy_ns(events: pd.DataFrame) -> int:
     return sum(unions.values())
 
 
-def _matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
     """Regex search over a (categorical) name column, testing each distinct name once."""
     distinct = pd.unique(names)
     hits = {n for n in distinct if pattern.search(str(n)) is not None}
@@ -72,7 +72,7 @@ def _matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
 
 def per_kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:
     if name_filter is not None:
-        events = events[_matches(events["name"], name_filter)]
+        events = events[name_matches(events["name"], name_filter)]
     if len(events) == 0:
         return pd.DataFrame(columns=KERNEL_COLUMNS)
     us = pd.Series(events["dur_ns"].to_numpy("int64") / NS_PER_US, index=events.index, name="us")
@@ -181,7 +181,7 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     r, k = trace.ranges, trace.events
     if len(r) == 0 or len(k) == 0:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
-    r = r[~_matches(r["name"], step_pattern)]
+    r = r[~name_matches(r["name"], step_pattern)]
     # Kineto writes each record_function twice (CPU and GPU); count the GPU copy where it exists.
     gpu_names = set(r.loc[r["domain"] == "gpu", "name"])
     r = r[(r["domain"] == "gpu") | ~r["name"].isin(gpu_names)]

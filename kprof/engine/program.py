@@ -22,12 +22,12 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.trace_tables import busy_ns, step_table
+from kprof.analysis.trace_tables import busy_ns, name_matches, step_table
 from kprof.collectors import program_collector
 from kprof.engine.design import aa_legs
 from kprof.engine.events import Event
 from kprof.engine.schedule import round_orders
-from kprof.errors import KprofInputError
+from kprof.errors import KprofInputError, checked_regex
 from kprof.ingest.load import load_trace
 from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
@@ -91,16 +91,6 @@ def _env_legs(specs: list[str]) -> list[Leg]:
     return legs + [replace(leg, env=base_env) for leg in aa_legs(1, base_name)]
 
 
-def _regex(text: str | None, option: str) -> str:
-    if not text:
-        return ""
-    try:
-        re.compile(text)
-    except re.error as e:
-        raise KprofInputError(option, f"{text!r} is not a valid regular expression ({e})") from None
-    return text
-
-
 def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = lambda e: None) -> Run:
     if not req.program:
         raise KprofInputError("--", "no program to run (put it after --)")
@@ -124,15 +114,15 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         dtype="program",
         threshold_pct=req.threshold_pct,
         setup_command=req.setup,
-        step_pattern=_regex(req.steps, "--steps"),
-        metric=_regex(req.metric, "--metric"),
+        step_pattern=checked_regex(req.steps, "--steps").pattern if req.steps else "",
+        metric=checked_regex(req.metric, "--metric").pattern if req.metric else "",
         timer=f"{req.collector} trace (device time of each process's kernels)",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
     if not req.by_revision:
-        for option, given in (("--setup", req.setup), ("--paths", req.paths), ("--in-tree", req.in_tree)):
-            if given:
-                raise KprofInputError(option, "is for revision runs (--revisions A..B or --rev)")
+        from kprof.revisions.plan import refuse_revision_options
+
+        refuse_revision_options(req.setup, req.paths, req.in_tree)
         run.legs = _env_legs(req.legs)
         return run
     if req.legs:
@@ -217,14 +207,14 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                 rows += process_samples(trace.events, run, common)
             except KprofInputError as e:
                 reason = _reason(e, cwd)
+                base = leg.has(Role.BASELINE) or leg.has(Role.AA)
                 if r > 0:  # it ran in the probe: a failure of one process, said and counted
                     failures[f"{leg.name} round {r}"] = reason
                     on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": reason})
-                elif leg.revision and not (leg.has(Role.BASELINE) or leg.has(Role.AA)):
+                elif leg.revision and not base:
                     dropped[leg.name] = reason
                     on_event({"event": "revision_refused", "leg": leg.name, "reason": reason})
                 else:
-                    base = leg.has(Role.AA) or leg.has(Role.BASELINE)
                     who = f"the baseline {run.baseline.name}" if base else leg.name
                     raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
@@ -274,9 +264,7 @@ def metric_case(pattern: str, stepped: bool) -> str:
 def _metric_rows(kernels: pd.DataFrame, pattern: str, steady: Any, common: dict[str, Any]) -> list[dict[str, Any]]:
     """The device time of the kernels whose names match ``pattern``: one sample per steady step,
     else one for the process. Their names may change between revisions; their work is what counts."""
-    regex = re.compile(pattern)
-    names = pd.unique(kernels["name"].astype(str))
-    hit = kernels[kernels["name"].astype(str).isin([n for n in names if regex.search(n)])]
+    hit = kernels[name_matches(kernels["name"], re.compile(pattern))]
     if not len(hit):
         raise KprofInputError("--metric", f"{pattern!r} matches no kernel of the trace")
     dur = hit["dur_ns"].astype("int64")

@@ -190,9 +190,9 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
             raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
         workload, legs, features, revision_fields = _revision_workload(req, on_event)
     else:
-        for option, given in (("--setup", req.setup), ("--paths", req.paths), ("--in-tree", req.in_tree)):
-            if given:
-                raise KprofInputError(option, "is for revision runs (--revisions A..B or --rev)")
+        from kprof.revisions.plan import refuse_revision_options
+
+        refuse_revision_options(req.setup, req.paths, req.in_tree)
         workload = load_workload(req.workload)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
     every = workload.cases(preset)

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from kprof.errors import KprofInputError
+from kprof.errors import checked_regex
 from kprof.intervals import innermost_containing
 from kprof.trace import Trace
 
@@ -24,10 +24,7 @@ DEFAULT_STEP_PATTERN = r"^ProfilerStep#(\d+)$"
 
 
 def compile_step_pattern(pattern: str | None) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern or DEFAULT_STEP_PATTERN)
-    except re.error as e:
-        raise KprofInputError("--steps", f"not a valid regular expression ({e})") from None
+    return checked_regex(pattern or DEFAULT_STEP_PATTERN, "--steps")
 
 
 def _step_numbers(ranges: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:

@@ -39,6 +39,13 @@ def _repo_of(path: Path) -> Repo | None:
         return None
 
 
+def refuse_revision_options(setup: str, paths: Sequence[str], in_tree: bool) -> None:
+    """--setup, --paths and --in-tree mean something only when the legs are revisions."""
+    for option, given in (("--setup", setup), ("--paths", paths), ("--in-tree", in_tree)):
+        if given:
+            raise KprofInputError(option, "is for revision runs (--revisions A..B or --rev)")
+
+
 @dataclass
 class RevisionPlan:
     """What a revision run times: its legs, the tree of each, the commits (levers of a range run)
