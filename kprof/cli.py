@@ -176,7 +176,7 @@ def trace(
         on_progress=ReadProgress(),
         jobs=jobs or default_jobs(),
     )
-    _write(trace_document(result.tables, top or None, result.cross, result.skipped), fmt)
+    _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt)
     if save is not None and fmt.value == "table":
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 

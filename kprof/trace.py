@@ -39,13 +39,20 @@ def table_from_columns(columns: dict[str, Any], schema: pa.Schema) -> pd.DataFra
     n = max((len(v) for v in columns.values() if v is not None), default=0)
     as_is = {f.name: columns[f.name] for f in schema if _in_pandas_form(columns.get(f.name), f.type)}
     rest = [f for f in schema if f.name not in as_is]
-    arrays = [
-        pa.nulls(n, f.type) if columns.get(f.name) is None else pa.array(columns[f.name], type=f.type) for f in rest
-    ]
+    arrays = [pa.nulls(n, f.type) if columns.get(f.name) is None else _arrow(columns[f.name], f.type) for f in rest]
     converted = pa.Table.from_arrays(arrays, schema=pa.schema(rest))
     frame = converted.to_pandas(types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True)
     ordered = {name: as_is[name] if name in as_is else frame[name].array for name in schema.names}
     return pd.DataFrame(ordered, copy=False)
+
+
+def _arrow(values: Any, arrow_type: pa.DataType) -> pa.Array:
+    """``values`` as ``arrow_type``; a dictionary column is encoded from plain strings (Arrow cannot
+    convert a numpy object array, such as an empty one, to a dictionary type directly)."""
+    if not pa.types.is_dictionary(arrow_type):
+        return pa.array(values, type=arrow_type)
+    encoded = pa.array(values, type=arrow_type.value_type, from_pandas=True).dictionary_encode()
+    return encoded.cast(arrow_type)
 
 
 def _in_pandas_form(values: Any, arrow_type: pa.DataType) -> bool:

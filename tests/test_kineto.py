@@ -195,7 +195,9 @@ def test_a_trace_without_device_activity_says_why() -> None:
 
 def test_rpd_chrome_json_points_to_the_rpd() -> None:
     with pytest.raises(
-        KprofInputError, match=r"rpd_matmul_result_chrome.json: not a Kineto trace .*give kprof the \.rpd"
+        KprofInputError,
+        match=r"rpd_matmul_result_chrome.json: not a Kineto trace: .*rpd2tracing and of legacy rocprof \(v1\); "
+        r"give kprof the \.rpd .*, or rocprof v1's results\.csv",
     ):
         load_trace(real("rpd_matmul_result_chrome.json"))
 

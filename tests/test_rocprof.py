@@ -193,6 +193,18 @@ def test_rpd_text_in_an_op_time_is_a_one_line_error(tmp_path: Path) -> None:
         load_trace(path)
 
 
+def test_rpd_without_gpu_ops_says_so_in_one_line(tmp_path: Path) -> None:
+    """A real RPD of host calls only (an agent pipeline under runTracer.sh): it crashed in Arrow."""
+    path = tmp_path / "agent.rpd"
+    path.write_bytes(real("rpd_matmul_result.rpd").read_bytes())
+    _execute(path, "DELETE FROM rocpd_op")
+    t = load_trace(path)
+    assert len(t.events) == 0
+    assert t.warnings == [
+        "no GPU operations in the trace (125 API calls, no kernel, copy or fill): every table is empty"
+    ]
+
+
 def test_rpd_mi300_vllm() -> None:
     t = load_trace(real("rpd_sqlite_mi300_vllm_rocmprofiledata.rpd.gz"))
     kinds = t.events["kind"].value_counts()

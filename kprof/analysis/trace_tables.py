@@ -4,8 +4,10 @@ Definitions (documented in docs/trace.md):
 * busy: the union of all device activity intervals (kernels, copies, memsets) over all streams,
   per device, summed over devices; overlapping work is counted once.
 * step span: first activity start to last activity end among the step's activities.
-* idle: span − busy. The first step is marked warm-up; the steady-state line is the median of the
-  other steps.
+* idle: span × devices − busy, device time with nothing running (span − busy on one GPU). The
+  first step is marked warm-up; the steady-state line is the median of the other steps.
+  A step recorded by several processes of one rank is warned about where steps are assigned
+  (kprof.ingest.assign_ranges): its numbers add several ranks' work.
 * annotation gpu_us: device time of every activity inside a range instance (nested ranges
   included), summed over instances; self_us counts only activities whose innermost range it is.
 """
@@ -23,7 +25,7 @@ from kprof.intervals import union_length_by_group
 from kprof.trace import Trace
 
 NS_PER_US = 1000.0
-STEP_COLUMNS = ["step", "warmup", "span_us", "busy_us", "kernels", "kernel_us", "idle_us"]
+STEP_COLUMNS = ["step", "warmup", "span_us", "devices", "busy_us", "kernels", "kernel_us", "idle_us"]
 KERNEL_COLUMNS = [
     "name",
     "short_name",
@@ -101,6 +103,8 @@ def per_kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[st
 
 
 def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """The per-step table and its steady-state medians. Busy is summed over devices, so idle is
+    counted in device time too (span × devices − busy): it cannot go below zero."""
     stepped = events[events["step"].notna()]
     if len(stepped) == 0:
         return pd.DataFrame(columns=STEP_COLUMNS), None
@@ -113,12 +117,20 @@ def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | N
     unions = union_length_by_group(step * len(dev_codes) + dev_index, start, end)
     busy = pd.Series(unions).groupby(lambda key: key // len(dev_codes)).sum()
     frame = pd.DataFrame(
-        {"step": step, "start": start, "end": end, "k": is_kernel, "kdur": np.where(is_kernel, end - start, 0)}
+        {
+            "step": step,
+            "start": start,
+            "end": end,
+            "device": device,
+            "k": is_kernel,
+            "kdur": np.where(is_kernel, end - start, 0),
+        }
     )
     g = frame.groupby("step", sort=True)
     table = pd.DataFrame(
         {
             "span_ns": g["end"].max() - g["start"].min(),
+            "devices": g["device"].nunique().astype(int),
             "kernels": g["k"].sum().astype(int),
             "kernel_ns": g["kdur"].sum(),
         }
@@ -129,7 +141,7 @@ def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | N
     table["span_us"] = table["span_ns"] / NS_PER_US
     table["busy_us"] = table["busy_ns"] / NS_PER_US
     table["kernel_us"] = table["kernel_ns"] / NS_PER_US
-    table["idle_us"] = (table["span_ns"] - table["busy_ns"]) / NS_PER_US
+    table["idle_us"] = (table["span_ns"] * table["devices"] - table["busy_ns"]) / NS_PER_US
     table = table[STEP_COLUMNS]
     rest = table[~table["warmup"]]
     steady = None

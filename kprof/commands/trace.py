@@ -22,15 +22,16 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.analysis.counters import kernel_counters
 from kprof.analysis.cross_rank import CrossRank, collective_calls, cross_rank_tables
 from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import compile_step_pattern
-from kprof.ingest.formats import kineto_stream
-from kprof.ingest.load import load_trace
+from kprof.ingest.formats import kineto_stream, rocprofv3_counters
+from kprof.ingest.load import load_traces
 from kprof.ingest.source import head
 
-TRACE_SUFFIXES = (".json", ".gz", ".tmp", ".csv", ".db", ".rpd")
+TRACE_SUFFIXES = (".json", ".gz", ".tmp", ".csv", ".db", ".rpd", ".sqlite", ".nsys-rep", ".qdrep")
 
 
 @dataclass
@@ -48,6 +49,7 @@ class TraceResult:
     cross: CrossRank | None
     saved: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)  # JSON files of a folder that are not traces
+    counters: pd.DataFrame | None = None  # each kernel's hardware counters, where counter files were given
 
     @property
     def tables(self) -> list[TraceTables]:
@@ -105,19 +107,23 @@ def _store() -> ModuleType:
     return trace_folder
 
 
-def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | None = None) -> RankResult:
-    """Load one file, give it its rank, reduce it to its tables (and save its events)."""
+def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | None = None) -> list[RankResult]:
+    """Load one file, give each rank it holds its rank, reduce each to its tables (and save its events)."""
     progress = None if on_progress is None else (lambda done, total: on_progress(job.path, done, total))
-    trace = load_trace(job.path, recover=job.recover, step_pattern=job.step_pattern, on_progress=progress)
-    if trace.meta.get("rank_source") != "distributedInfo" and job.files > 1:
-        trace.meta["rank"] = job.position
-        trace.events["rank"] = job.position
+    traces = load_traces(job.path, recover=job.recover, step_pattern=job.step_pattern, on_progress=progress)
     pattern = compile_step_pattern(job.step_pattern)
     name_filter = re.compile(job.kernel_filter) if job.kernel_filter else None
-    tables = trace_tables(trace, pattern, name_filter)
-    if job.save is not None:
-        _store().write_rank_partition(job.save, int(trace.meta["rank"]), job.position, trace.events, trace.ranges)
-    return RankResult(tables, trace.meta, collective_calls(trace.events))
+    results = []
+    for part, trace in enumerate(traces):
+        if trace.meta.get("rank_source") == "argument order" and job.files > 1:
+            trace.meta["rank"] = job.position
+            trace.events["rank"] = job.position
+        tables = trace_tables(trace, pattern, name_filter)
+        if job.save is not None:
+            rank = int(trace.meta["rank"])
+            _store().write_rank_partition(job.save, rank, job.position * 1000 + part, trace.events, trace.ranges)
+        results.append(RankResult(tables, trace.meta, collective_calls(trace.events)))
+    return results
 
 
 def _check_ranks(results: list[RankResult]) -> None:
@@ -135,7 +141,7 @@ def _read_all(
     jobs_: list[_FileJob], jobs: int, on_progress: Callable[[Path, int, int], None] | None
 ) -> list[RankResult]:
     if jobs <= 1 or len(jobs_) <= 1:
-        return [_read_one(j, on_progress) for j in jobs_]
+        return [r for j in jobs_ for r in _read_one(j, on_progress)]
     workers = min(jobs, len(jobs_))
     # spawn: a fresh interpreter per worker (no fork of a process that may hold threads); the cores
     # are shared out, so each worker scans its file with fewer threads
@@ -143,7 +149,7 @@ def _read_all(
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=get_context("spawn"), initializer=_set_scan_threads, initargs=(scan_threads,)
     ) as pool:
-        return list(pool.map(_read_one, jobs_))
+        return [r for results in pool.map(_read_one, jobs_) for r in results]
 
 
 def _set_scan_threads(threads: int) -> None:
@@ -161,6 +167,10 @@ def run_trace(
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
     files, skipped = expand_inputs(files)
+    counter_files = [f for f in files if rocprofv3_counters.is_counter_file(f)]
+    files = [f for f in files if f not in counter_files]
+    if counter_files and not files:
+        raise rocprofv3_counters.alone(counter_files[0])
     if save is not None:
         _store().prepare_dir(save)
         for stale in ("kernel_events", "ranges"):
@@ -179,16 +189,21 @@ def run_trace(
         raise
     cross = cross_rank_tables([r.tables for r in ranks], [r.collectives for r in ranks]) if len(ranks) > 1 else None
     result = TraceResult(ranks, cross, skipped=skipped)
+    if counter_files:
+        counters = pd.concat([rocprofv3_counters.read_counters(f) for f in counter_files], ignore_index=True)
+        result.counters = kernel_counters(counters, pd.concat([t.kernels for t in result.tables], ignore_index=True))
     if save is not None:
         frames = {
             "kernels": pd.concat([t.kernels.assign(rank=t.rank) for t in result.tables], ignore_index=True),
             "steps": pd.concat([t.steps.assign(rank=t.rank) for t in result.tables], ignore_index=True),
             "annotations": pd.concat([t.annotations.assign(rank=t.rank) for t in result.tables], ignore_index=True),
             **(cross.frames() if cross is not None else {}),
+            **({"counters": result.counters} if result.counters is not None else {}),
         }
         meta = {
             "command": "trace",
             "files": [str(f) for f in files],
+            "counter_files": [str(f) for f in counter_files],
             "step_pattern": pattern.pattern,
             "traces": [r.meta for r in ranks],
             "warnings": [w for t in result.tables for w in t.warnings],

@@ -102,6 +102,7 @@ def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple
     cpu_steps = steps[steps["domain"] == "cpu"].reset_index(drop=True)
     by_launch = np.full(len(k), -1, dtype=np.int64)
     if len(cpu_steps):
+        _warn_processes_merged(trace, cpu_steps, pattern)
         by_launch = _assign(points, None, cpu_steps, None)
         early = _launched_before_window(k, has_launch)
         by_launch[early] = -1
@@ -131,6 +132,20 @@ def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple
             source += " (kernel start time where the launch is unknown)"
         return by_launch, cpu_steps, source
     return by_launch, steps, "none"
+
+
+def _warn_processes_merged(trace: Trace, cpu_steps: pd.DataFrame, pattern: re.Pattern[str]) -> None:
+    """A step number that several processes record is several ranks' steps read as one: each row
+    would add their work into one span. Said, since the file does not tell kprof which is which."""
+    numbers = _step_numbers(cpu_steps, pattern)
+    per_step = pd.Series(cpu_steps["pid"].to_numpy("int64")).groupby(numbers).nunique()
+    merged = per_step[per_step > 1]
+    if len(merged):
+        trace.warnings.append(
+            f"{len(merged)} steps are recorded by several processes each (up to {int(merged.max())}; step "
+            f"{int(merged.index[0])}): the file holds several ranks it does not name, so each step row adds "
+            "their work; give one trace per rank"
+        )
 
 
 def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> np.ndarray:

@@ -78,8 +78,9 @@ class TraceFormat:
     name: str
     description: str
     detect: Callable[[Probe], bool]
-    load: Callable[[Probe, LoadOptions], Trace]
+    load: Callable[[Probe, LoadOptions], Trace | list[Trace]]  # a list: one trace per rank the file holds
     priority: int = 0  # checked in descending order: a specific JSON flavour before generic Kineto
+    sqlite: bool = False  # an SQLite database: named when an unknown database is refused
 
 
 @cache
@@ -109,5 +110,6 @@ def probe(path: Path) -> Iterator[tuple[TraceFormat, Probe]]:
                 yield fmt, p
                 return
         if p.is_sqlite:
-            raise KprofInputError(path, "SQLite database is neither a rocprofv3 rocpd file nor an RPD trace")
+            readers = ", ".join(f.description for f in formats() if f.sqlite)
+            raise KprofInputError(path, f"SQLite database of no trace format kprof reads (it reads: {readers})")
         raise KprofInputError(path, f"not a trace kprof can read (expected {described()})")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.analysis.counters import COUNTER_KEYS
 from kprof.analysis.cross_rank import CrossRank
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
 from kprof.ingest.assign_ranges import DEFAULT_STEP_PATTERN
@@ -164,8 +165,24 @@ def _cross_rank(doc: Document, cross: CrossRank, top: int | None) -> None:
         doc.text(note, "warning")
 
 
+def _counter_table(counters: pd.DataFrame, top: int | None) -> Table:
+    names = [c for c in counters.columns if c not in COUNTER_KEYS]
+    view = [("label", "kernel"), ("dispatches", "dispatches"), ("calls_in_trace", "calls in trace")]
+    table = _view_table(
+        "hardware counters per kernel (mean per dispatch)", labelled(counters), view + [(c, c) for c in names], top
+    )
+    missing = int((counters["calls_in_trace"] == 0).sum())
+    if missing:
+        table.notes.append(f"{missing} counted kernels do not run in the traces given (0 calls in trace)")
+    return table
+
+
 def trace_document(
-    results: list[TraceTables], top: int | None, cross: CrossRank | None = None, skipped: Sequence[Path] = ()
+    results: list[TraceTables],
+    top: int | None,
+    cross: CrossRank | None = None,
+    skipped: Sequence[Path] = (),
+    counters: pd.DataFrame | None = None,
 ) -> Document:
     doc = Document()
     if skipped:
@@ -184,7 +201,11 @@ def trace_document(
             doc.text(w, "warning")
     if cross is not None:
         _cross_rank(doc, cross, top)
+    if counters is not None:
+        doc.table(_counter_table(counters, top))
     doc.data = to_json(results, cross)
+    if counters is not None:
+        doc.data["counters"] = records(counters)
     doc.records = pd.concat([t.kernels.assign(rank=t.rank) for t in results], ignore_index=True)[
         ["rank", *KERNEL_COLUMNS]
     ]

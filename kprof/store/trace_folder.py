@@ -39,9 +39,9 @@ def write_rank_partition(out: Path, rank: int, position: int, events: pd.DataFra
     (the rank lives in the path, not in the file: readers would see it twice)."""
     for name, frame in (("kernel_events", events), ("ranges", ranges)):
         schema = PARTITIONED[name]
+        if "rank" in schema.names:  # dropped before the conversion: pandas metadata naming it would
+            schema = schema.remove(schema.get_field_index("rank"))  # make readers build it twice
         table = pa.Table.from_pandas(frame.reindex(columns=schema.names), schema=schema, preserve_index=False)
-        if "rank" in table.column_names:
-            table = table.drop(["rank"])
         folder = out / name / f"rank={rank}"
         folder.mkdir(parents=True, exist_ok=True)
         write_parquet(table, folder / f"part-{position:05d}.parquet")
@@ -62,6 +62,8 @@ def save_frames(out: Path, frames: dict[str, pd.DataFrame], meta: dict[str, Any]
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.parquet"
+        if "rank" in frame.columns:  # int32, as the partitioned tables' rank folders read back
+            frame = frame.astype({"rank": "int32"})
         write_parquet(pa.Table.from_pandas(frame, preserve_index=False), path)
         written.append(path)
     meta_path = out / "meta.json"

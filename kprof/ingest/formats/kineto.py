@@ -30,6 +30,7 @@ from kprof.ingest.formats.kineto_events import (
 from kprof.ingest.formats.kineto_stream import collect
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import trace_meta
+from kprof.ingest.ranks import device_of_range_processes, ranks_from_process_names, ranks_of, split_by_rank
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import Progress
 from kprof.trace import Trace, events_table, range_table
@@ -37,9 +38,10 @@ from kprof.trace import Trace, events_table, range_table
 
 def load(
     path: Path, rank: int | None = None, recover: bool | None = None, on_progress: Progress | None = None
-) -> Trace:
+) -> Trace | list[Trace]:
     """Read one Kineto trace. ``recover`` (default: on for Kineto's unfinished ``.tmp`` files) keeps
-    every complete event of a truncated file and records a warning instead of failing."""
+    every complete event of a truncated file and records a warning instead of failing. A file
+    holding several ranks gives one trace per rank."""
     if recover is None:
         recover = path.name.endswith(".tmp")
     was_enabled = gc.isenabled()
@@ -76,7 +78,7 @@ def _not_null(values: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(values, np.zeros(len(values), dtype=bool))
 
 
-def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
+def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     top = c.top or Document()
     base = top.baseTimeNanoseconds or 0
     warnings: list[str] = []
@@ -98,14 +100,19 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     dur = np.maximum(g.pop("dur"), 0)
     # Join each activity to its launching API call by correlation id (the last call wins on reuse).
     lc = {k: joined(c.launch.pop(k), bool if k == "work_items" else np.int64) for k in list(c.launch)}
-    _, last = np.unique(lc["correlation"][::-1], return_index=True)
-    keep = len(lc["correlation"]) - 1 - last
-    corr_sorted = lc["correlation"][keep]
-    pos = np.searchsorted(corr_sorted, g["correlation"])
+    gpu_pid, range_pid = g.pop("pid"), np.array([r[2] for r in c.ranges], dtype=np.int64)
+    by_rank = _ranks_in_file(c, gpu_pid, lc["pid"], range_pid, warnings)
+    gpu_key, launch_key = g["correlation"], lc["correlation"]
+    if by_rank is not None:  # each rank numbers its own correlation ids
+        gpu_key, launch_key = _rank_keyed(gpu_key, by_rank[0]), _rank_keyed(launch_key, by_rank[1])
+    _, last = np.unique(launch_key[::-1], return_index=True)
+    keep = len(launch_key) - 1 - last
+    corr_sorted = launch_key[keep]
+    pos = np.searchsorted(corr_sorted, gpu_key)
     pos = np.minimum(pos, max(len(corr_sorted) - 1, 0))
-    found = (g["correlation"] != NULL_INT) & (len(corr_sorted) > 0)
+    found = (gpu_key != NULL_INT) & (len(corr_sorted) > 0)
     if len(corr_sorted):
-        found &= corr_sorted[pos] == g["correlation"]
+        found &= corr_sorted[pos] == gpu_key
     idx = keep[pos] if len(keep) else pos
 
     def from_launch(values: np.ndarray) -> np.ndarray:
@@ -134,9 +141,12 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     is_kernel_name = np.zeros(len(raw_names), dtype=bool)
     is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
     short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
+    device = g.pop("device")
+    ranges_device = device_of_range_processes(range_pid, gpu_pid, device)
+    ranks = by_rank[0] if by_rank is not None else np.full(len(start), rank, dtype=np.int64)
     cols: dict[str, Any] = {
-        "rank": _not_null(np.full(len(start), rank, dtype=np.int32)),
-        "device": _not_null(g.pop("device").astype(np.int32)),
+        "rank": _not_null(ranks.astype(np.int32)),
+        "device": _not_null(device.astype(np.int32)),
         "stream": _not_null(g.pop("stream")),
         "start_ns": _not_null(start),
         "end_ns": _not_null(start + dur),
@@ -162,7 +172,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
         "start_ns": r_start,
         "end_ns": r_start + np.maximum(times[1], 0),
         "domain": [r[1] for r in c.ranges],
-        "device": [r[2] if r[1] == "gpu" else -1 for r in c.ranges],
+        "device": np.where(np.array([r[1] == "gpu" for r in c.ranges], dtype=bool), ranges_device, -1),
         "pid": [r[2] for r in c.ranges],
         "tid": [r[3] for r in c.ranges],
     }
@@ -177,7 +187,36 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace:
     )
     if file_rank is not None:
         meta["rank_source"] = "distributedInfo"
-    return Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
+    trace = Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
+    if by_rank is None:
+        return trace
+    return split_by_rank(trace, by_rank[2], "process names (RANK n)")
+
+
+def _ranks_in_file(
+    c: EventBuffer, gpu_pid: np.ndarray, launch_pid: np.ndarray, range_pid: np.ndarray, warnings: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rank of each activity, launch and range, where the file's process names say which rank
+    each process is (``RANK n - GPU``); None for a file of one rank. A file that names some of its
+    processes only is read as one rank, with a warning."""
+    rank_of_pid = ranks_from_process_names(c.process_names)
+    if not rank_of_pid:
+        return None
+    ranks = [ranks_of(pids, rank_of_pid) for pids in (gpu_pid, launch_pid, range_pid)]
+    unnamed = sum(int((r < 0).sum()) for r in ranks)
+    if unnamed:
+        warnings.append(
+            f"the file names {len(set(rank_of_pid.values()))} ranks by process (RANK n), but {unnamed:,} "
+            "events lie in processes it names no rank for: read as one rank"
+        )
+        return None
+    return ranks[0], ranks[1], ranks[2]
+
+
+def _rank_keyed(correlation: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """A correlation id made unique across ranks (rank in the high bits; NULL stays NULL)."""
+    keyed = (ranks << 40) + (correlation & ((1 << 40) - 1))
+    return np.where(correlation != NULL_INT, keyed, NULL_INT)
 
 
 def _ts_decoding(c: EventBuffer) -> str:

@@ -186,6 +186,7 @@ _GPU_INT_FIELDS = (
     "block_x",
     "block_y",
     "block_z",
+    "pid",  # the row's process: which rank it belongs to, where one file holds several
 )
 
 
@@ -253,8 +254,9 @@ class EventBuffer:
         default_factory=lambda: {k: [] for k in (*_GPU_INT_FIELDS, "ts", "dur")}
     )
     launch: dict[str, list[np.ndarray]] = field(
-        default_factory=lambda: {k: [] for k in ("correlation", "ts", "tid", "work_items", "shared")}
+        default_factory=lambda: {k: [] for k in ("correlation", "ts", "pid", "tid", "work_items", "shared")}
     )
+    process_names: dict[int, str] = field(default_factory=dict)  # from the ``process_name`` metadata events
     ranges: list[tuple[str, str, int, int]] = field(default_factory=list)
     range_times: list[np.ndarray] = field(default_factory=list)
     skipped: int = 0
@@ -290,6 +292,8 @@ class EventBuffer:
         ranges: list[Event] = []
         for e in events:
             if e.ph != "X":
+                if e.ph == "M" and e.name == "process_name" and type(e.pid) is int:
+                    self._take_process_name(e.pid, e.args)
                 continue
             cat = e.cat
             kind = gpu_kinds.get(cat)
@@ -334,6 +338,24 @@ class EventBuffer:
                 )
             )
 
+    def _take_process_name(self, pid: int, args: msgspec.Raw) -> None:
+        named = decode_optional(_NameArgs, args)
+        if named is not None and named.name is not None:
+            self.process_names[pid] = named.name
+
+    def take_process_names(self, data: bytes | bytearray, lo: int, hi: int) -> None:
+        """The ``process_name`` metadata events in ``data[lo:hi]``, a piece the compiled scanner
+        reads (it keeps only activities, launches and ranges): found by their name, each decoded by
+        itself. A few per process, so one search of the piece is all they cost."""
+        at = data.find(_PROCESS_NAME, lo, hi)
+        while at >= 0:
+            event = _enclosing_object(data, at, lo, hi)
+            if event is not None:
+                e = decode_optional(Event, msgspec.Raw(event))
+                if e is not None and e.ph == "M" and e.name == "process_name" and type(e.pid) is int:
+                    self._take_process_name(e.pid, e.args)
+            at = data.find(_PROCESS_NAME, at + 1, hi)
+
     def take_scanned(self, piece: ks.Scanned) -> None:
         """The same columns as ``take``, from the compiled scanner's records (file order kept)."""
         rows = piece.rows
@@ -354,6 +376,8 @@ class EventBuffer:
             work_items = np.array([name in WORK_ITEM_LAUNCHES for name in piece.names], dtype=bool)
             self.launch["correlation"].append(rows[keep, ks.CORRELATION])
             self.launch["ts"].append(rows[keep, ks.TS])
+            pid_is_int = (flags[keep] & (ks.PID_STRING | ks.PID_NULL)) == 0
+            self.launch["pid"].append(np.where(pid_is_int, rows[keep, ks.PID], NULL_INT))
             self.launch["tid"].append(ids[1][keep])
             self.launch["work_items"].append(work_items[rows[keep, ks.NAME]])
             self.launch["shared"].append(rows[keep, ks.SHARED])
@@ -399,6 +423,7 @@ class EventBuffer:
         ints = self.gpu_ints
         ints["device"].append(device)
         ints["stream"].append(stream)
+        ints["pid"].append(np.where(pid_is_int, rows[:, ks.PID], NULL_INT))
         for name, column in (
             ("correlation", ks.CORRELATION),
             ("registers", ks.REGISTERS),
@@ -425,6 +450,7 @@ class EventBuffer:
         ints["stream"].append(
             _int_column([a.stream if type(a.stream) is int else _stream_id(a.stream, e.tid) for e, a in zip(gpu, args)])
         )
+        ints["pid"].append(_int_column([e.pid if type(e.pid) is int else None for e in gpu]))
         ints["correlation"].append(_int_column([a.correlation for a in args]))
         ints["registers"].append(_int_column([a.registers for a in args]))
         ints["shared"].append(_int_column([a.shared for a in args]))
@@ -442,12 +468,46 @@ class EventBuffer:
             return
         self.launch["correlation"].append(np.array([_int_or_null(a.correlation) for _, a in keep], dtype=np.int64))
         self.launch["ts"].append(times_to_ns([e.ts for e, _ in keep], self.exact))
+        self.launch["pid"].append(_int_column([e.pid if type(e.pid) is int else None for e, _ in keep]))
         self.launch["tid"].append(np.array([_as_int(e.tid, self.string_ids) for e, _ in keep], dtype=np.int64))
         self.launch["work_items"].append(np.array([e.name in WORK_ITEM_LAUNCHES for e, _ in keep], dtype=bool))
         self.launch["shared"].append(np.array([_int_or_null(a.shared) for _, a in keep], dtype=np.int64))
 
 
 _EMPTY_GPU_ARGS = _GpuArgs()
+_PROCESS_NAME = b'"process_name"'
+
+
+class _NameArgs(msgspec.Struct):
+    name: str | None = None
+
+
+def _enclosing_object(data: bytes | bytearray, at: int, lo: int, hi: int) -> bytes | None:
+    """The JSON object around offset ``at``: back to its unmatched ``{``, on to its matching ``}``
+    (a metadata event nests one ``args`` object; braces inside its strings are not expected)."""
+    depth, start = 0, at
+    while start > lo:
+        start -= 1
+        c = data[start]
+        if c == 0x7D:  # }
+            depth += 1
+        elif c == 0x7B:  # {
+            if depth == 0:
+                break
+            depth -= 1
+    else:
+        return None
+    depth, end = 0, start
+    while end < hi:
+        c = data[end]
+        if c == 0x7B:
+            depth += 1
+        elif c == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return bytes(data[start : end + 1])
+        end += 1
+    return None
 
 
 def joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:

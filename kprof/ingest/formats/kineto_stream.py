@@ -136,6 +136,7 @@ class _Pending:
         ``collector``, then keep the bytes from ``rest`` (the next event). By the compiled scanner
         when it reads them (in a worker thread when ``collector.ahead`` is set), else by msgspec."""
         if collector.ahead is not None:
+            collector.take_process_names(self.buf, start, end)
             for scanned in collector.ahead.submit(self.hand_off(start, end, rest, collector.ahead)):
                 collector.take_scanned(scanned)
             return
@@ -147,6 +148,7 @@ class _Pending:
     def scan_in_place(self, collector: EventBuffer, start: int, end: int) -> bool:
         """The events in ``buf[start + 1:end]`` into ``collector`` by the scanner, in this thread;
         False (nothing taken) when only msgspec can read them."""
+        collector.take_process_names(self.buf, start, end)
         with self.piece(start, end, b"]") as view:
             scanned = ks.scan(view)
             if scanned is not None:
@@ -345,11 +347,13 @@ _STRING_TIMES = re.compile(r"got `str` - at `\$(?:\.traceEvents)?\[\d+\]\.(?:ts|
 
 
 def _field_type_error(path: Path, err: msgspec.ValidationError) -> KprofInputError:
-    """Timestamps written as strings are rpd2tracing's Chrome JSON, not Kineto: point to the .rpd."""
+    """Timestamps written as strings are the Chrome JSON of rpd2tracing or of legacy rocprof (v1),
+    not Kineto: point to the file each was made from, which kprof reads."""
     if _STRING_TIMES.search(str(err)):
         return KprofInputError(
             path,
-            "not a Kineto trace (ts/dur written as strings, as rpd2tracing's Chrome JSON does); give kprof the .rpd",
+            "not a Kineto trace: ts/dur are strings, as in the Chrome JSON of rpd2tracing and of legacy rocprof "
+            "(v1); give kprof the .rpd it was converted from, or rocprof v1's results.csv (rocprof --timestamp on)",
         )
     return KprofInputError(path, f"unexpected field type: {err}")
 

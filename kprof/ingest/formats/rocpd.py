@@ -91,4 +91,5 @@ FORMAT = TraceFormat(
     _is_rocpd,
     lambda p, o: load_rocpd(p.connect(), p.path, o.rank or 0),
     priority=10,
+    sqlite=True,
 )

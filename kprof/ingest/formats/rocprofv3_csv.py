@@ -58,7 +58,8 @@ def _agent_index(value: Any) -> int:
     return int(m.group()) if m else -1
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_csv_text(path: Path) -> pd.DataFrame:
+    """Every field as text, headers lower-cased; one-line errors for what is not CSV or not UTF-8."""
     try:
         with text_stream(path) as f:
             frame = pd.read_csv(f, dtype=str, keep_default_na=False)
@@ -97,7 +98,7 @@ def _sibling(path: Path, suffix: str) -> Path | None:
 
 
 def load_csv(path: Path, rank: int) -> Trace:
-    frame = _read_csv(path)
+    frame = read_csv_text(path)
     name = _column(frame, "name")
     if name is None:
         raise KprofInputError(path, "no Kernel_Name column")
@@ -136,7 +137,7 @@ def load_csv(path: Path, rank: int) -> Trace:
         warnings.append(f"{backwards} kernels end before they start: counted as 0 µs")
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
-        api = _read_csv(hip)
+        api = read_csv_text(hip)
         launch = dict(
             zip(
                 _ints(_column(api, "correlation"), hip, "Correlation_Id", True),
@@ -157,7 +158,7 @@ def load_csv(path: Path, rank: int) -> Trace:
 def _marker_ranges(path: Path | None) -> dict[str, Any]:
     if path is None:
         return empty_ranges()
-    frame = _read_csv(path)
+    frame = read_csv_text(path)
     needed = ("function", "start_timestamp", "end_timestamp")
     if any(c not in frame.columns for c in needed):
         raise KprofInputError(path, "marker trace without Function/Start_Timestamp/End_Timestamp columns")

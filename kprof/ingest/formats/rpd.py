@@ -133,6 +133,11 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     warnings = (
         [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
     )
+    if not len(ops):
+        calls = con.execute("SELECT COUNT(*) FROM rocpd_api").fetchone()[0]
+        warnings.append(
+            f"no GPU operations in the trace ({calls:,} API calls, no kernel, copy or fill): every table is empty"
+        )
     meta = trace_meta(path, "rpd", rank, CLOCK, rpd_schema_version=meta_rows.get("schema_version"))
     return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
@@ -146,5 +151,5 @@ def _is_rpd(p: Probe) -> bool:
 
 
 FORMAT = TraceFormat(
-    "rpd", "RPD (rocmProfileData) database", _is_rpd, lambda p, o: load(p.connect(), p.path, o.rank or 0)
+    "rpd", "RPD (rocmProfileData) database", _is_rpd, lambda p, o: load(p.connect(), p.path, o.rank or 0), sqlite=True
 )

@@ -1,0 +1,272 @@
+"""Nsight Systems reports exported to SQLite (``nsys export --type sqlite``).
+
+Device activity comes from ``CUPTI_ACTIVITY_KIND_KERNEL`` / ``_MEMCPY`` / ``_MEMSET`` (names are
+``StringIds`` references), each joined to the CUDA API call that launched it in
+``CUPTI_ACTIVITY_KIND_RUNTIME`` by its process and ``correlationId``: a graph's kernels carry the
+id of their ``cudaGraphLaunch``, so replays are placed by that call, and work launched before the
+capture has no call. ``NVTX_EVENTS`` push/pop and start/end ranges are the annotations (``text``,
+or ``textId`` for registered strings), and ``--steps`` matches their names.
+
+Times are integer ns on the session's timeline (nsys puts CPU and GPU timestamps on one clock,
+counted from the capture's start; ``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` anchors it in UTC).
+Process and thread ids are serialized GlobalIds: pid = (id >> 24) & 0xFFFFFF, tid = id & 0xFFFFFF.
+
+Column sets drift between nsys versions (tables are created only when they have rows, columns are
+added over releases), so every column is read only where the table has it. A report of several
+processes that each ran kernels is one rank per process, in pid order.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kprof.ingest.normalize import cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
+from kprof.ingest.ranks import ranks_of, split_by_rank
+from kprof.ingest.registry import Probe, TraceFormat
+from kprof.trace import Trace, events_table, range_table
+
+CLOCK = "nsys session ns (CPU and GPU on one timeline from the capture's start; not Unix epoch)"
+KERNELS, MEMCPY, MEMSET, RUNTIME = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "MEMCPY", "MEMSET", "RUNTIME"))
+NVTX = "NVTX_EVENTS"
+
+# CUpti_ActivityMemcpyKind, as the ENUM_CUDA_MEMCPY_OPER table of an export lists it
+_COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH"}
+_COPY_KINDS |= {10: "PtoP", 11: "HtoD (unified)", 12: "DtoH (unified)", 13: "DtoD (unified)"}
+# ENUM_NSYS_EVENT_TYPE ids, used where an export lacks the table
+_NVTX_TYPES = {"NvtxPushPopRange": 59, "NvtxStartEndRange": 60, "NvtxDomainCreate": 75}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _select(con: sqlite3.Connection, table: str, wanted: dict[str, str]) -> pd.DataFrame:
+    """``wanted`` (output name → column) from ``table``, NULL for the columns this export lacks;
+    an empty frame when the table is absent (nsys creates tables only when they have rows)."""
+    have = _columns(con, table)
+    if not have:
+        return pd.DataFrame(columns=list(wanted))
+    parts = [f'"{col}" AS "{name}"' if col in have else f'NULL AS "{name}"' for name, col in wanted.items()]
+    return pd.read_sql_query(f'SELECT {", ".join(parts)} FROM "{table}"', con, dtype_backend="numpy_nullable")
+
+
+def _strings(con: sqlite3.Connection) -> dict[int, str]:
+    if not _columns(con, "StringIds"):
+        return {}
+    return {int(i): v for i, v in con.execute("SELECT id, value FROM StringIds")}
+
+
+def _pid(global_id: pd.Series) -> pd.Series:
+    return (global_id // (1 << 24)) % (1 << 24)
+
+
+def _tid(global_id: pd.Series) -> pd.Series:
+    return global_id % (1 << 24)
+
+
+_ACTIVITY = {
+    "start": "start",
+    "end": "end",
+    "device": "deviceId",
+    "stream": "streamId",
+    "correlation": "correlationId",
+    "global_pid": "globalPid",
+}
+_KERNEL = {
+    **_ACTIVITY,
+    "demangled": "demangledName",
+    "short": "shortName",
+    "mangled": "mangledName",
+    "registers": "registersPerThread",
+    "static_shared": "staticSharedMemory",
+    "dynamic_shared": "dynamicSharedMemory",
+    **{f"grid_{a}": f"grid{a.upper()}" for a in "xyz"},
+    **{f"block_{a}": f"block{a.upper()}" for a in "xyz"},
+}
+
+
+def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str]) -> pd.DataFrame:
+    k = _select(con, KERNELS, _KERNEL)
+    in_kernel = numbered(f"in {KERNELS} row")
+    integer_columns(k, {c: f"{KERNELS}.{src}" for c, src in _KERNEL.items()}, path, in_kernel)
+    # The mangled name, demangled by kprof as for every other format (nsys's own demangler writes
+    # ``<unnamed>`` and ``(int)4`` where the PyTorch profiler writes ``(anonymous namespace)`` and
+    # ``4``: the same kernel would get two names); else nsys's demangled name, else its short one.
+    name_id = k["mangled"].fillna(k["demangled"]).fillna(k["short"])
+    names = [strings.get(int(i), f"kernel (name id {i})") if pd.notna(i) else "kernel" for i in name_id]
+    k["raw_name"] = [n.replace("<unnamed>", "(anonymous namespace)") for n in names]
+    k["shared"] = k["static_shared"].fillna(0) + k["dynamic_shared"].fillna(0)
+    k.loc[k["static_shared"].isna() & k["dynamic_shared"].isna(), "shared"] = pd.NA
+    k["kind"] = "kernel"
+    return k
+
+
+def _copies(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
+    m = _select(con, MEMCPY, {**_ACTIVITY, "copy_kind": "copyKind"})
+    integer_columns(m, {c: f"{MEMCPY}.{c}" for c in [*_ACTIVITY, "copy_kind"]}, path, numbered(f"in {MEMCPY} row"))
+    m["raw_name"] = [
+        f"Memcpy {_COPY_KINDS.get(int(c), 'Unknown') if pd.notna(c) else 'Unknown'}" for c in m["copy_kind"]
+    ]
+    m["kind"] = "memcpy"
+    s = _select(con, MEMSET, _ACTIVITY)
+    integer_columns(s, {c: f"{MEMSET}.{c}" for c in _ACTIVITY}, path, numbered(f"in {MEMSET} row"))
+    s["raw_name"] = "Memset"
+    s["kind"] = "memset"
+    return pd.concat([m, s], ignore_index=True)
+
+
+def _launches(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
+    """CUDA API calls that carry a correlation id: the launches (one per process and id)."""
+    r = _select(con, RUNTIME, {"start": "start", "global_tid": "globalTid", "correlation": "correlationId"})
+    integer_columns(r, {c: f"{RUNTIME}.{c}" for c in r.columns}, path, numbered(f"in {RUNTIME} row"), ())
+    r = r[r["correlation"].notna() & r["global_tid"].notna()]
+    r = r.assign(pid=_pid(r["global_tid"]), tid=_tid(r["global_tid"]))
+    return r.drop_duplicates(["pid", "correlation"], keep="last")
+
+
+def _nvtx(con: sqlite3.Connection, path: Path, strings: dict[int, str]) -> pd.DataFrame:
+    """NVTX push/pop and start/end ranges on their starting thread; marks (instants) and unfinished
+    ranges are left out."""
+    cols = {"start": "start", "end": "end", "type": "eventType", "text": "text", "text_id": "textId"}
+    n = _select(con, NVTX, {**cols, "global_tid": "globalTid"})
+    if not len(n):
+        return n.assign(name=[], pid=[], tid=[])
+    types = _event_types(con)
+    integer_columns(
+        n,
+        {c: f"{NVTX}.{c}" for c in ("start", "end", "type", "text_id", "global_tid")},
+        path,
+        numbered(f"in {NVTX} row"),
+        (),
+    )
+    n = n[n["type"].isin([types["NvtxPushPopRange"], types["NvtxStartEndRange"]]) & n["end"].notna()]
+    n = n[n["end"] >= n["start"]]
+    text = pd.Series(texts(n["text"], path, f"{NVTX}.text", numbered(f"in {NVTX} range"), False), index=n.index)
+    registered = n["text_id"].map(lambda i: strings.get(int(i), "") if pd.notna(i) else "")
+    name = text.where(text != "", registered)
+    return n.assign(name=name, pid=_pid(n["global_tid"].fillna(0)), tid=_tid(n["global_tid"].fillna(0)))
+
+
+def _event_types(con: sqlite3.Connection) -> dict[str, int]:
+    if not _columns(con, "ENUM_NSYS_EVENT_TYPE"):
+        return dict(_NVTX_TYPES)
+    found = dict(con.execute("SELECT name, id FROM ENUM_NSYS_EVENT_TYPE"))
+    return {name: int(found.get(name, default)) for name, default in _NVTX_TYPES.items()}
+
+
+def _meta_rows(con: sqlite3.Connection, table: str) -> dict[str, str]:
+    if not {"name", "value"} <= _columns(con, table):
+        return {}
+    return {str(k): str(v) for k, v in con.execute(f'SELECT name, value FROM "{table}"')}
+
+
+def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[Trace]:
+    strings = _strings(con)
+    acts = pd.concat([_kernels(con, path, strings), _copies(con, path)], ignore_index=True)
+    timed = acts["start"].notna() & acts["end"].notna() & (acts["start"] > 0)  # CUPTI writes 0/0 when it has no times
+    untimed = int((~timed).sum())
+    acts = acts[timed].reset_index(drop=True)
+    acts["pid"] = _pid(acts["global_pid"]).astype("Int64")
+    launches = _launches(con, path)
+    launches = launches[["pid", "correlation", "start", "tid"]].rename(
+        columns={"start": "launch_ns", "tid": "launch_tid"}
+    )
+    if len(acts) and acts["pid"].isna().all():  # an older export: activities name no process
+        by_id = launches.drop(columns="pid").drop_duplicates("correlation", keep="last")
+        joined = acts.merge(by_id, on="correlation", how="left")
+    else:
+        joined = acts.merge(launches, on=["pid", "correlation"], how="left")
+    is_kernel = (joined["kind"] == "kernel").tolist()
+    full, short = full_and_short(joined["raw_name"].tolist(), is_kernel)
+    cols: dict[str, Any] = {
+        "device": joined["device"],
+        "stream": joined["stream"],
+        "start_ns": joined["start"],
+        "end_ns": joined["end"],
+        "dur_ns": (joined["end"] - joined["start"]).clip(lower=0),
+        "name": full,
+        "short_name": short,
+        "kind": joined["kind"],
+        "correlation": joined["correlation"],
+        "registers": joined.get("registers"),
+        "shared_mem_bytes": joined.get("shared"),
+        "launch_ns": joined["launch_ns"],
+        "launch_tid": joined["launch_tid"],
+        **{f"{c}_{a}": joined.get(f"{c}_{a}") for c in ("grid", "block") for a in "xyz"},
+    }
+    nvtx = _nvtx(con, path, strings)
+    ranges = cpu_ranges(
+        nvtx["name"].tolist(), nvtx["start"].tolist(), nvtx["end"].tolist(), nvtx["pid"].tolist(), nvtx["tid"].tolist()
+    )
+    export = _meta_rows(con, "META_DATA_EXPORT")
+    meta = trace_meta(
+        path,
+        "nsys",
+        rank or 0,
+        CLOCK,
+        nsys_version=export.get("EXPORT_PRODUCT_VERSION"),
+        nsys_export_schema=export.get("EXPORT_SCHEMA_VERSION"),
+        session_start_utc_ns=_session_start(con),
+        gpus=_gpu_names(con),
+    )
+    warnings = [] if len(joined) else [_no_activity(con)]
+    if untimed:
+        warnings.append(f"{untimed:,} device activities without timestamps (CUPTI's 0/0) were left out")
+    gpu_pids = joined["pid"].dropna().astype("int64")
+    processes = sorted(set(gpu_pids.tolist()))
+    if len(processes) < 2 or rank is not None:
+        cols["rank"] = [rank or 0] * len(joined)
+        return Trace(events_table(cols), range_table(ranges), meta, warnings)
+    # several processes ran kernels: one rank each, in pid order (ranges go with their process)
+    rank_of_pid = {pid: r for r, pid in enumerate(processes)}
+    cols["rank"] = ranks_of(joined["pid"].fillna(-1).to_numpy("int64"), rank_of_pid)
+    trace = Trace(events_table(cols), range_table(ranges), meta, warnings)
+    range_ranks = ranks_of(np.asarray(ranges["pid"], dtype=np.int64), rank_of_pid)
+    trace.meta["processes"] = processes
+    return split_by_rank(trace, range_ranks, "process order in the report (one rank per process with GPU work)")
+
+
+def _session_start(con: sqlite3.Connection) -> int | None:
+    if "utcEpochNs" not in _columns(con, "TARGET_INFO_SESSION_START_TIME"):
+        return None
+    row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _gpu_names(con: sqlite3.Connection) -> list[str]:
+    if not {"id", "name"} <= _columns(con, "TARGET_INFO_GPU"):
+        return []
+    return [f"{i}: {n}" for i, n in con.execute("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id")]
+
+
+def _no_activity(con: sqlite3.Connection) -> str:
+    api = _columns(con, RUNTIME)
+    calls = con.execute(f'SELECT COUNT(*) FROM "{RUNTIME}"').fetchone()[0] if api else 0
+    text = "no CUDA device activity (kernel, memcpy, memset) in the report"
+    if calls:
+        text += f", though it holds {calls:,} CUDA API calls"
+    return text + ": every table is empty (kernels are recorded with nsys profile --trace=cuda)"
+
+
+def _is_nsys(p: Probe) -> bool:
+    if not p.is_sqlite:
+        return False
+    tables = p.sqlite_tables
+    return "StringIds" in tables and (
+        "META_DATA_EXPORT" in tables
+        or any(t.startswith(("CUPTI_ACTIVITY_KIND_", "TARGET_INFO_", NVTX)) for t in tables)
+    )
+
+
+FORMAT = TraceFormat(
+    "nsys",
+    "Nsight Systems SQLite export (nsys export --type sqlite)",
+    _is_nsys,
+    lambda p, o: load(p.connect(), p.path, o.rank),
+    sqlite=True,
+)

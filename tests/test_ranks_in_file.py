@@ -1,0 +1,104 @@
+"""Several ranks in one file: TraceLens's merged Kineto file (real), and the same layout made here
+with and without the process names that say which rank each process is."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from kprof.commands.trace import run_trace
+from kprof.ingest.load import load_traces
+from tests.conftest import real
+
+MERGED = "kineto_rocm_4ranks_merged_tracelens_amd_hpctraining.json.gz"
+
+
+def test_tracelens_merged_file_gives_four_ranks_with_their_own_steps() -> None:
+    path = real(MERGED)
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    # independent sums: the file's own per-rank kernels (args.rank, which TraceLens writes)
+    expected: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            expected[e["args"]["rank"]][0] += 1
+            expected[e["args"]["rank"]][1] += round(e["dur"] * 1000)
+    result = run_trace([path])
+    assert [r.tables.rank for r in result.ranks] == [0, 1, 2, 3]
+    for r in result.ranks:
+        calls, total_ns = expected[r.tables.rank]
+        kernels = r.tables.kernels[r.tables.kernels["kind"] == "kernel"]
+        assert int(kernels["calls"].sum()) == calls
+        assert abs(kernels["total_us"].sum() * 1000 - total_ns) <= calls  # rounding of µs decimals
+        steps = r.tables.steps
+        assert list(steps["step"]) == [9, 10, 11]
+        assert (steps["devices"] == 1).all()
+        assert (steps["busy_us"] <= steps["span_us"]).all() and (steps["idle_us"] >= 0).all()
+        assert r.meta["rank_source"] == "process names (RANK n)" and r.meta["ranks_in_file"] == 4
+    assert result.cross is not None and len(result.cross.frames()["rank_steps"]) == 2
+
+
+def _merged(tmp_path: Path, named: bool) -> Path:
+    """Two ranks in one Kineto file, pids remapped as TraceLens does, each rank's GPU on its own pid."""
+    events = []
+    for rank in (0, 1):
+        cpu, gpu = 1000 + rank * 100_000_000, 2 + rank * 100_000_000
+        if named:
+            events += [
+                {"ph": "M", "name": "process_name", "pid": cpu, "tid": 0, "args": {"name": f"RANK {rank} - CPU"}},
+                {"ph": "M", "name": "process_name", "pid": gpu, "tid": 0, "args": {"name": f"RANK {rank} - GPU"}},
+            ]
+        for step in (1, 2, 3):
+            t0 = step * 1000
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{step}",
+                    "pid": cpu,
+                    "tid": cpu,
+                    "ts": t0,
+                    "dur": 900,
+                }
+            )
+            corr = step * 10  # both ranks use the same correlation ids
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "hipLaunchKernel",
+                    "pid": cpu,
+                    "tid": cpu,
+                    "ts": t0 + 10,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"k{rank}",
+                    "pid": gpu,
+                    "tid": 0,
+                    "ts": t0 + 100 + rank,
+                    "dur": 500,
+                    "args": {"device": 2 + rank, "stream": 0, "correlation": corr},
+                }
+            )
+    path = tmp_path / ("named.json" if named else "unnamed.json")
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_named_processes_split_and_unnamed_ones_are_warned_about(tmp_path: Path) -> None:
+    traces = load_traces(_merged(tmp_path, named=True))
+    assert [t.meta["rank"] for t in traces] == [0, 1]
+    for t in traces:
+        assert set(t.events["short_name"]) == {f"k{t.meta['rank']}"}
+        # each kernel is joined to its own rank's launch although both ranks use one correlation id
+        assert list(t.events["launch_ns"]) == [s * 1_000_000 + 10_000 for s in (1, 2, 3)]
+        assert list(t.events["step"]) == [1, 2, 3]
+    (one,) = load_traces(_merged(tmp_path, named=False))
+    assert any("recorded by several processes" in w for w in one.warnings)
