@@ -131,8 +131,9 @@ def trace(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Trace files, folders of them, or globs ('ranks/*.json.gz'): Kineto JSON(.gz), rocprofv3 "
-            "CSV/JSON/rocpd, RPD. Several files are the ranks of one job."
+            help="Trace files, folders of them, or globs ('ranks/*.json.gz'): Kineto JSON(.gz), Nsight Systems "
+            "(.sqlite export, or .nsys-rep with nsys on PATH), rocprofv3 CSV/JSON/rocpd, RPD. Several files are the "
+            "ranks of one job (a file may hold several); a rocprofv3 counter_collection.csv joins the kernel trace."
         ),
     ],
     steps: Annotated[
@@ -355,7 +356,8 @@ def run(
     collector: Annotated[
         str,
         typer.Option(
-            help="events (default), torch (adds per-kernel times per leg), or, for whole programs, torch or rocprofv3."
+            help="events (default), torch (adds per-kernel times per leg), or, for whole programs, torch, nsys or "
+            "rocprofv3."
         ),
     ] = "events",
     leg: Annotated[

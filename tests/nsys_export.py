@@ -53,6 +53,7 @@ class Range:
     tid: int = 100
     push_pop: bool = True
     registered: bool = False  # the name only through textId, as registered NVTX strings are
+    domain: int = 0  # an nvtxDomainCreate id (0: the default domain)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Export:
     copies: list[tuple[int, int, int, int]] = field(default_factory=list)  # start, end, copyKind, correlation
     memsets: list[tuple[int, int, int]] = field(default_factory=list)  # start, end, correlation
     marks: int = 0  # NVTX marks (instants), which are not ranges
+    domains: list[tuple[int, int, str]] = field(default_factory=list)  # pid, domain id, name
     modern: bool = True  # the 2025 column set; False: an older export's
 
 
@@ -138,9 +140,11 @@ def write_export(path: Path, export: Export) -> Path:
     for r in export.ranges:
         text, text_id = (None, sid(r.text)) if r.registered or not modern else (r.text, None)
         con.execute(
-            "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, NULL, ?, ?, ?, 0)",
-            (r.start, r.end, 59 if r.push_pop else 60, text, global_id(r.pid, r.tid), text_id),
+            "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, NULL, ?, ?, ?, ?)",
+            (r.start, r.end, 59 if r.push_pop else 60, text, global_id(r.pid, r.tid), text_id, r.domain),
         )
+    for pid, domain, name in export.domains:
+        con.execute("INSERT INTO NVTX_EVENTS VALUES (1, NULL, 75, NULL, ?, ?, NULL, ?)", (name, global_id(pid), domain))
     for i in range(export.marks):
         con.execute("INSERT INTO NVTX_EVENTS VALUES (?, NULL, 34, NULL, 'mark', ?, NULL, 0)", (10 + i, global_id(100)))
     if modern:

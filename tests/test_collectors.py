@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import HAS_GPU, ROOT
 from kprof.cli import app
-from kprof.collectors import rocprofv3
+from kprof.collectors import nsys, rocprofv3
 from kprof.collectors.torch_profile import kernel_times
 from kprof.engine.program import parse_leg
 from kprof.errors import KprofInputError
@@ -156,3 +156,46 @@ def test_torch_collector_gives_per_kernel_times_per_leg(tmp_path: Path) -> None:
     # every kernel of every leg: the grouped stage 1 runs only in the "all" leg (no baseline rounds)
     grouped = [r for r in kernels if r["case"].endswith("paged_decode_stage1_grouped")]
     assert grouped and {r["leg"] for r in grouped} == {"all"} and grouped[0]["verdict"] == "NO BASELINE"
+
+
+def test_nsys_command_traces_cuda_and_nvtx_and_exports_sqlite(tmp_path: Path) -> None:
+    cmd = nsys.command(["./bench", "--n", "3"], tmp_path / "r000-0")
+    assert cmd[:2] == ["nsys", "profile"] and "--trace=cuda,nvtx" in cmd and "--export=sqlite" in cmd
+    assert "--sample=none" in cmd and cmd[cmd.index("--output") + 1] == str(tmp_path / "r000-0")
+    assert cmd[cmd.index("--") + 1 :] == ["./bench", "--n", "3"]
+    with pytest.raises(KprofInputError):
+        nsys.command([], tmp_path / "x")
+
+
+def test_nsys_collector_reads_the_export_or_exports_the_report(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, FAKE_STEPS="4")
+    path = nsys.run([sys.executable, "-c", "pass"], tmp_path / "a", "r000-0", env)
+    assert path == tmp_path / "a" / "r000-0.sqlite"
+    env["FAKE_NSYS_REPORT_ONLY"] = "1"
+    path = nsys.run([sys.executable, "-c", "pass"], tmp_path / "b", "r000-0", env)
+    assert path.suffix == ".sqlite" and (tmp_path / "b" / "r000-0.nsys-rep").exists()
+    with pytest.raises(KprofInputError, match="exited with 3 under nsys"):
+        nsys.run([sys.executable, "-c", "raise SystemExit(3)"], tmp_path / "c", "r000-0", env)
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(KprofInputError, match="nsys is not on PATH"):
+        nsys.run(["true"], tmp_path / "d", "r000-0", env)
+
+
+@pytest.mark.slow  # a whole program run 27 times under the fake nsys (10 s)
+def test_whole_program_under_nsys_finds_a_planted_slowdown_per_step(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_STEPS", "4")
+    legs = ["--leg", "base", "--leg", "slow:FAKE_KERNEL_SCALE=1.03"]
+    args = ["run", *legs, "--collector", "nsys", "--steps", r"^step (\d+)$", "--rounds", "8"]
+    res = runner.invoke(
+        app,
+        [*args, "--out", str(tmp_path / "run"), "--format", "json", "--", sys.executable, "-c", "pass"],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    rows = {(r["case"], r["leg"]): r for r in json.loads(res.stdout)["legs"]}
+    slow = rows[("GPU busy per step", "slow")]
+    assert slow["verdict"] == "SLOWER" and slow["ci_low_pct"] < -2.5 < slow["ci_high_pct"] + 0.5
+    assert ("attn_kernel (per call)", "slow") in rows
+    assert len(list((tmp_path / "run" / "traces").glob("*.sqlite"))) == 3 * 9

@@ -47,7 +47,9 @@ def _step_export(pid: int = 100, modern: bool = True, offset: int = 0) -> Export
             Range("forward", t + 10_050, t + 10_400, pid=pid, tid=pid, registered=True),
             Range("graph replay", t + 20_050, t + 20_350, pid=pid, tid=pid, push_pop=False),
             Range("never ended", t + 25_000, None, pid=pid, tid=pid),
+            Range("copy", t + 20_390, t + 20_460, pid=pid, tid=pid, domain=3),
         ],
+        domains=[(pid, 3, "NCCL")],
         copies=[(t + 23_000, t + 23_500, 1, 11)] if modern else [],
         memsets=[(t + 24_000, t + 24_100, 11)] if modern else [],
         marks=2,
@@ -89,7 +91,8 @@ def test_kernels_copies_launches_and_nvtx_ranges(tmp_path: Path) -> None:
     assert e.loc["gemm", "annotation"] == "forward"  # registered string, through textId
     assert e.loc["graph_a", "annotation"] == "graph replay"  # a start/end range
     names = set(t.ranges["name"])
-    assert "never ended" not in names and "mark" not in names
+    assert "never ended" not in names and "mark" not in names and "NCCL" not in names
+    assert e.loc["Memcpy HtoD", "annotation"] == "NCCL:copy"  # a named NVTX domain prefixes its ranges
     assert any("before the profiling window" in w for w in t.warnings)
 
 
@@ -206,4 +209,21 @@ def test_an_unknown_database_names_the_readers(tmp_path: Path) -> None:
     con.commit()
     con.close()
     with pytest.raises(KprofInputError, match="no trace format kprof reads .*Nsight Systems SQLite export"):
+        load_trace(path)
+
+
+def test_a_damaged_value_is_one_line_naming_table_and_row(tmp_path: Path) -> None:
+    path = write_export(tmp_path / "bad.sqlite", _step_export())
+    con = sqlite3.connect(path)
+    con.execute("UPDATE NVTX_EVENTS SET globalTid = 'x' WHERE text = 'step 2'")
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError, match=r"NVTX_EVENTS\.globalTid is not a number in NVTX_EVENTS range 2$"):
+        load_trace(path)
+    path = write_export(tmp_path / "bad_kernel.sqlite", _step_export())
+    con = sqlite3.connect(path)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE correlationId = 6")
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError, match=r"CUPTI_ACTIVITY_KIND_KERNEL\.start is not a number"):
         load_trace(path)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kprof.ingest.names import name_matches
 from kprof.intervals import union_length_by_group
 from kprof.trace import Trace
 
@@ -63,13 +64,6 @@ def busy_ns(events: pd.DataFrame) -> int:
         events["device"].to_numpy("int64"), events["start_ns"].to_numpy("int64"), events["end_ns"].to_numpy("int64")
     )
     return sum(unions.values())
-
-
-def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """Regex search over a (categorical) name column, testing each distinct name once."""
-    distinct = pd.unique(names)
-    hits = {n for n in distinct if pattern.search(str(n)) is not None}
-    return names.isin(hits).to_numpy(bool)
 
 
 def per_kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[str] | None = None) -> pd.DataFrame:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import shutil
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -38,6 +40,27 @@ def program_collectors() -> dict[str, ProgramCollector]:
         if isinstance(collector, ProgramCollector):
             found[collector.name] = collector
     return dict(sorted(found.items()))
+
+
+def run_under(
+    tool: str,
+    hint: str,
+    cmd: Sequence[str],
+    program: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    timeout: float | None,
+) -> None:
+    """Run ``cmd`` (``program`` wrapped by ``tool``); one line when the tool is not on PATH (``hint``
+    says where it comes from) or the program fails under it, with the last line it printed."""
+    if shutil.which(tool) is None:
+        raise KprofInputError("--collector", f"{tool} is not on PATH ({hint})")
+    done = subprocess.run(
+        list(cmd), env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        last = ((done.stderr or done.stdout).strip().splitlines() or ["no output"])[-1]
+        raise KprofInputError(" ".join(program), f"exited with {done.returncode} under {tool}: {last}")
 
 
 def program_collector(name: str) -> ProgramCollector:

@@ -8,19 +8,13 @@ stand-in executable that writes it (tests/test_collectors.py).
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kprof.collectors import ProgramCollector
+from kprof.collectors import ProgramCollector, run_under
 from kprof.errors import KprofInputError
 
 TOOL = "rocprofv3"
-
-
-def available(tool: str = TOOL) -> bool:
-    return shutil.which(tool) is not None
 
 
 def command(program: Sequence[str], out_dir: Path, prefix: str, tool: str = TOOL) -> list[str]:
@@ -52,21 +46,8 @@ def run(
     tool: str = TOOL,
 ) -> Path:
     """Run the program under rocprofv3 and return the kernel-trace CSV it wrote."""
-    if not available(tool):
-        raise KprofInputError("--collector", f"{tool} is not on PATH (it ships with ROCm)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        command(program, out_dir, prefix, tool),
-        env=dict(env),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise KprofInputError(" ".join(program), f"exited with {done.returncode} under {tool}: {last}")
+    run_under(tool, "it ships with ROCm", command(program, out_dir, prefix, tool), program, env, cwd, timeout)
     found = sorted(out_dir.rglob(f"{prefix}_kernel_trace.csv"))
     if not found:
         raise KprofInputError(out_dir, f"{tool} wrote no {prefix}_kernel_trace.csv")

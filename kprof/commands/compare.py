@@ -59,7 +59,7 @@ def load_side(path: Path, steps: str | None) -> Side:
             events = read_dataset(f) if f.is_dir() else load_frame(f)
             trace = Trace(events=events, ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
         else:
-            trace = load_trace(f, step_pattern=steps)
+            trace = load_trace(f, step_pattern=steps, purpose="kprof compare compares one rank with one rank")
         tables = trace_tables(trace, pattern)
         side.kernels.append(tables.kernels)
         side.steps.append(tables.steps)

@@ -1,4 +1,4 @@
-"""Whole programs as legs: `kprof run --leg NAME:VAR=VALUE … --collector torch|rocprofv3 -- python bench.py`.
+"""Whole programs as legs: `kprof run --leg NAME:VAR=VALUE … --collector torch|nsys|rocprofv3 -- python bench.py`.
 
 Each leg is the same command with its own environment variables, run as its own process under a
 collector, one process per leg per round, legs in a seeded balanced order per round (round 0 is a
@@ -22,13 +22,14 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.trace_tables import busy_ns, name_matches, step_table
+from kprof.analysis.trace_tables import busy_ns, step_table
 from kprof.collectors import program_collector
 from kprof.engine.design import aa_legs
 from kprof.engine.events import Event
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError, checked_regex
 from kprof.ingest.load import load_trace
+from kprof.ingest.names import name_matches
 from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 

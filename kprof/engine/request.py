@@ -210,8 +210,8 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
     if req.collector not in COLLECTORS:
         raise KprofInputError(
             "--collector",
-            "a workload runs under events (default) or torch; rocprofv3 wraps "
-            "whole programs (kprof run --leg … --collector rocprofv3 -- CMD)",
+            "a workload runs under events (default) or torch; nsys and rocprofv3 wrap "
+            "whole programs (kprof run --leg … --collector nsys -- CMD)",
         )
     if req.ray is not None and req.gpus is not None:
         raise KprofInputError("--ray", "takes the place of --gpus: Ray gives each case its GPU")

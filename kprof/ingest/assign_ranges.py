@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import checked_regex
+from kprof.ingest.names import name_matches
 from kprof.intervals import innermost_containing
 from kprof.trace import Trace
 
@@ -176,7 +177,7 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
     if len(k) == 0:
         trace.meta["step_source"] = "none"
         return trace
-    is_step = r["name"].map(lambda n: pattern.search(n) is not None).to_numpy(bool) if len(r) else np.zeros(0, bool)
+    is_step = name_matches(r["name"], pattern) if len(r) else np.zeros(0, bool)
     steps, annotations = r[is_step].reset_index(drop=True), r[~is_step].reset_index(drop=True)
     step_idx, chosen, source = _steps(trace, steps, pattern)
     if len(chosen):

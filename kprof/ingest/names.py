@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # (command, arguments to try first): binutils' c++filt stops at a recursion limit that the long
@@ -209,3 +210,12 @@ def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
     if not len(kernels):
         return kernels.assign(label=[])
     return kernels.assign(label=table_labels(kernels["name"].tolist(), kernels["short_name"].tolist()))
+
+
+def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """Regex search over a (categorical) name column, testing each distinct name once."""
+    import pandas as pd  # here, not at import: the Kineto decoder imports this module without pandas
+
+    distinct = pd.unique(names)
+    hits = {n for n in distinct if pattern.search(str(n)) is not None}
+    return names.isin(hits).to_numpy(bool)

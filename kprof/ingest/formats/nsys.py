@@ -5,7 +5,8 @@ Device activity comes from ``CUPTI_ACTIVITY_KIND_KERNEL`` / ``_MEMCPY`` / ``_MEM
 ``CUPTI_ACTIVITY_KIND_RUNTIME`` by its process and ``correlationId``: a graph's kernels carry the
 id of their ``cudaGraphLaunch``, so replays are placed by that call, and work launched before the
 capture has no call. ``NVTX_EVENTS`` push/pop and start/end ranges are the annotations (``text``,
-or ``textId`` for registered strings), and ``--steps`` matches their names.
+or ``textId`` for registered strings; a range of a named NVTX domain is ``domain:name``), and
+``--steps`` matches their names.
 
 Times are integer ns on the session's timeline (nsys puts CPU and GPU timestamps on one clock,
 counted from the capture's start; ``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` anchors it in UTC).
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.ingest.normalize import cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
+from kprof.ingest.normalize import full_and_short, integer_columns, integers, numbered, trace_meta
 from kprof.ingest.ranks import ranks_of, split_by_rank
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, events_table, range_table
@@ -129,27 +130,68 @@ def _launches(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     return r.drop_duplicates(["pid", "correlation"], keep="last")
 
 
-def _nvtx(con: sqlite3.Connection, path: Path, strings: dict[int, str]) -> pd.DataFrame:
-    """NVTX push/pop and start/end ranges on their starting thread; marks (instants) and unfinished
-    ranges are left out."""
-    cols = {"start": "start", "end": "end", "type": "eventType", "text": "text", "text_id": "textId"}
-    n = _select(con, NVTX, {**cols, "global_tid": "globalTid"})
-    if not len(n):
-        return n.assign(name=[], pid=[], tid=[])
+_CHUNK_ROWS = 1 << 18
+
+
+def _nvtx(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
+    """NVTX push/pop and start/end ranges on their starting thread, a named domain's as
+    ``domain:name``; marks (instants) and unfinished ranges are left out.
+
+    An export may hold tens of millions of NVTX rows (every ``record_function`` of a long run):
+    ranges are chosen and names resolved in SQL, rows fetched a chunk at a time into int64 columns,
+    and each distinct name kept once (as a code), so memory stays near 50 bytes per range.
+    """
+    have = _columns(con, NVTX)
+    if not have:
+        return pd.DataFrame(columns=["start", "end", "name", "pid", "tid"])
     types = _event_types(con)
-    integer_columns(
-        n,
-        {c: f"{NVTX}.{c}" for c in ("start", "end", "type", "text_id", "global_tid")},
-        path,
-        numbered(f"in {NVTX} row"),
-        (),
-    )
-    n = n[n["type"].isin([types["NvtxPushPopRange"], types["NvtxStartEndRange"]]) & n["end"].notna()]
-    n = n[n["end"] >= n["start"]]
-    text = pd.Series(texts(n["text"], path, f"{NVTX}.text", numbered(f"in {NVTX} range"), False), index=n.index)
-    registered = n["text_id"].map(lambda i: strings.get(int(i), "") if pd.notna(i) else "")
-    name = text.where(text != "", registered)
-    return n.assign(name=name, pid=_pid(n["global_tid"].fillna(0)), tid=_tid(n["global_tid"].fillna(0)))
+
+    def col(c: str, default: str = "NULL") -> str:
+        return f'n."{c}"' if c in have else default
+
+    registered = "textId" in have and bool(_columns(con, "StringIds"))
+    join = "LEFT JOIN StringIds s ON s.id = n.textId" if registered else ""
+    name = f"CAST(COALESCE({col('text')}, {'s.value' if registered else 'NULL'}, '') AS TEXT)"
+    where = f"{col('eventType')} IN (?, ?)"
+    ranges = f"""SELECT n.start, {col("end")}, {col("globalTid", "0")}, {col("domainId", "0")}, {name}
+        FROM {NVTX} n {join} WHERE {where} AND {col("end")} >= n.start"""
+    kinds = (types["NvtxPushPopRange"], types["NvtxStartEndRange"])
+    ints: list[list[np.ndarray]] = [[], [], [], []]
+    codes: list[np.ndarray] = []
+    names: dict[str, int] = {}
+    cursor = con.execute(ranges, kinds)
+    offset = 0
+    while rows := cursor.fetchmany(_CHUNK_ROWS):
+        columns = list(zip(*rows))
+        for i in range(4):
+            ints[i].append(_int64(columns[i], path, f"{NVTX}.{('start', 'end', 'globalTid', 'domainId')[i]}", offset))
+        codes.append(np.fromiter((names.setdefault(str(v), len(names)) for v in columns[4]), np.int64, len(rows)))
+        offset += len(rows)
+    start, end, gtid, domain = (np.concatenate(c) if c else np.zeros(0, np.int64) for c in ints)
+    pid, tid = (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
+    created = f"SELECT {col('globalTid', '0')}, {col('domainId', '0')}, {name} FROM {NVTX} n {join} WHERE "
+    created += f"{col('eventType')} = ?"
+    domains = {
+        ((int(g) >> 24) & 0xFFFFFF, int(d or 0)): str(t)
+        for g, d, t in con.execute(created, (types["NvtxDomainCreate"],))
+    }
+    code = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    if domains:  # a named domain's ranges are "domain:name"
+        labels = list(names)
+        for i in np.flatnonzero([(p, d) in domains for p, d in zip(pid.tolist(), domain.tolist())]).tolist():
+            code[i] = names.setdefault(f"{domains[int(pid[i]), int(domain[i])]}:{labels[code[i]]}", len(names))
+    name_column = pd.Categorical.from_codes(code, categories=list(names))
+    return pd.DataFrame({"start": start, "end": end, "name": name_column, "pid": pid, "tid": tid})
+
+
+def _int64(values: tuple, path: Path, what: str, offset: int) -> np.ndarray:
+    """A fetched column as int64; a value that is not a whole number of 64 bits is one line naming
+    the column and the range it stands in."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        series = integers(pd.Series(values, dtype=object), path, what, numbered(f"in {NVTX} range", offset + 1))
+        return series.fillna(0).to_numpy("int64")
 
 
 def _event_types(con: sqlite3.Connection) -> dict[str, int]:
@@ -199,10 +241,17 @@ def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[
         "launch_tid": joined["launch_tid"],
         **{f"{c}_{a}": joined.get(f"{c}_{a}") for c in ("grid", "block") for a in "xyz"},
     }
-    nvtx = _nvtx(con, path, strings)
-    ranges = cpu_ranges(
-        nvtx["name"].tolist(), nvtx["start"].tolist(), nvtx["end"].tolist(), nvtx["pid"].tolist(), nvtx["tid"].tolist()
-    )
+    nvtx = _nvtx(con, path)
+    n = len(nvtx)
+    ranges = {
+        "name": np.asarray(nvtx["name"], dtype=object),  # each distinct name one object, shared
+        "start_ns": nvtx["start"].to_numpy(),
+        "end_ns": nvtx["end"].to_numpy(),
+        "domain": np.full(n, "cpu", dtype=object),
+        "device": np.full(n, -1, dtype=np.int32),
+        "pid": nvtx["pid"].to_numpy(),
+        "tid": nvtx["tid"].to_numpy(),
+    }
     export = _meta_rows(con, "META_DATA_EXPORT")
     meta = trace_meta(
         path,
