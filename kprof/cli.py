@@ -3,6 +3,10 @@
 Every command's work is a function in ``kprof.commands`` that returns data or a
 ``kprof.report.table.Document``; this module only turns options into calls, shows progress, and
 renders (``kprof.report.table.render``). Bad input is one line on stderr and exit code 2.
+
+Exit codes: 0 done; 1 ``compare --fail-on`` found a row that breaks the rule; 2 bad input (one
+line naming the file or argument); 3 ``compare --fail-on`` cannot decide (rows without a verdict
+or interval that may break it); 130 interrupted (the resume command is printed).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from rich.markup import escape
 from kprof import __version__
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
+
+GATE_BROKEN, GATE_UNDECIDED = 1, 3
 
 app = typer.Typer(
     name="kprof",
@@ -621,8 +627,10 @@ def compare_command(
         str | None,
         typer.Option(
             "--fail-on",
-            help="Exit 1 when a row breaks this: 'slower>2%' (a SLOWER estimate beyond 2%) or "
-            "'credibly-slower>2%' (its whole 95% interval beyond 2%); 'faster' likewise.",
+            help="Exit 1 when a row breaks this: 'slower>2%' (a SLOWER estimate beyond 2%), "
+            "'credibly-slower>2%' (its whole 95% interval beyond 2%) or 'point-slower>2%' (the estimate alone, "
+            "verdict or not); 'faster' likewise. Exit 3 when the first two cannot judge a row (no verdict, "
+            "no interval) that may break them: a gate that cannot decide does not pass.",
         ),
     ] = None,
     control: Annotated[
@@ -637,15 +645,18 @@ def compare_command(
 ) -> None:
     """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
     have repetitions."""
-    from kprof.commands.compare import compare, failures
+    from kprof.commands.compare import compare, gate
     from kprof.report.compare_report import compare_document
 
     result = compare(a, b, threshold, steps, control)
-    broken = failures(result, fail_on) if fail_on else []
+    judged = gate(result, fail_on) if fail_on else None
     _write(compare_document(result, top or None), fmt)
-    if broken:
-        typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(broken), err=True)
-        raise typer.Exit(1)
+    if judged is not None and judged.broken:
+        typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(judged.broken), err=True)
+        raise typer.Exit(GATE_BROKEN)
+    if judged is not None and judged.undecided:
+        typer.echo(f"kprof: --fail-on {fail_on} cannot decide: " + "; ".join(judged.undecided), err=True)
+        raise typer.Exit(GATE_UNDECIDED)
 
 
 @app.command()

@@ -57,8 +57,12 @@ def test_runs_compare_per_leg_and_fail_on() -> None:
     assert out["replicates"] == "rounds" and out["legs"]
     for row in out["legs"]:
         assert row["ci_low_pct"] <= row["effect_pct"] <= row["ci_high_pct"]
-    res = runner.invoke(app, ["compare", str(a), str(a), "--fail-on", "slower>1%"])
+    res = runner.invoke(app, ["compare", str(a), str(a), "--fail-on", "slower>3%"])
     assert res.exit_code == 0  # a run against itself breaks nothing
+    # ... but at 1% its intervals (two samples of rounds, up to [-2.35, +2.40]) cannot rule a
+    # regression out: the gate fails closed, apart from a break (exit 3, not 0)
+    res = runner.invoke(app, ["compare", str(a), str(a), "--fail-on", "slower>1%"])
+    assert res.exit_code == 3 and "cannot decide" in res.stderr and "UNRESOLVED" in res.stderr
     bad = runner.invoke(app, ["compare", str(a), str(b), "--fail-on", "slower>0.1%"])
     assert bad.exit_code == 1 and "--fail-on" in bad.stderr
 
@@ -169,8 +173,29 @@ def test_credibly_slower_gates_on_the_interval(tmp_path: Path) -> None:
     assert gate(f"credibly-slower>{-row['ci_high_pct'] - 0.05:.2f}%") == 1
     assert gate(f"credibly-slower>{-row['ci_high_pct'] + 0.05:.2f}%") == 0  # the interval reaches inside it
     assert gate("credibly-faster>0%") == 0
-    short = _loop_trace(tmp_path / "short.json", 5, 1.5, seed=3)  # ONE SAMPLE: no interval, never fires
-    assert runner.invoke(app, ["compare", str(base), str(short), "--fail-on", "credibly-slower>1%"]).exit_code == 0
+    short = _loop_trace(tmp_path / "short.json", 5, 1.5, seed=3)  # ONE SAMPLE: no interval to judge
+    assert runner.invoke(app, ["compare", str(base), str(short), "--fail-on", "credibly-slower>1%"]).exit_code == 3
+
+
+def test_a_gate_that_cannot_decide_fails_closed(tmp_path: Path) -> None:
+    """One trace a side with too few steps: no interval anywhere. 'slower>2%' cannot judge a 4.8x
+    slower B and exits 3 (it exited 0); the point rule judges the estimate: 1 on 4.8x, 0 on a copy."""
+    a = _loop_trace(tmp_path / "a.json", 5, 1.0, seed=1)
+    slow = _loop_trace(tmp_path / "slow.json", 5, 4.8, seed=2)
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(a.read_bytes())
+
+    def gate(b: Path, rule: str):
+        return runner.invoke(app, ["compare", str(a), str(b), "--fail-on", rule])
+
+    for rule in ("slower>2%", "credibly-slower>2%"):
+        res = gate(slow, rule)
+        assert res.exit_code == 3 and "one sample per side" in res.stderr and "point-slower>2%" in res.stderr
+    assert gate(copy, "slower>2%").exit_code == 3  # equal, but nothing shows it: still undecided
+    res = gate(slow, "point-slower>2%")
+    assert res.exit_code == 1 and "gemm" in res.stderr
+    assert gate(copy, "point-slower>2%").exit_code == 0
+    assert gate(slow, "point-faster>2%").exit_code == 0
 
 
 def test_a_short_trace_stays_one_sample(tmp_path: Path) -> None:
@@ -214,5 +239,10 @@ def test_a_control_leg_takes_a_machine_wide_shift_out(tmp_path: Path) -> None:
     assert shift["verdict"] == "SLOWER" and -1.3 < shift["effect_pct"] < -0.7
     assert legs_out["x"]["verdict"] == "SLOWER" and -3.5 < legs_out["x"]["effect_pct"] < -2.5
     assert legs_out["y"]["verdict"] != "SLOWER" and abs(legs_out["y"]["effect_pct"]) < 0.5
+    # the gate judges the legs, not the yardstick: the control's own -1% never fails it
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--control", "baseline"]
+    gated = runner.invoke(app, [*args, "--fail-on", "slower>0.6%"])
+    assert gated.exit_code == 1 and "x:" in gated.stderr and "baseline" not in gated.stderr
+    assert runner.invoke(app, [*args, "--fail-on", "slower>5%"]).exit_code == 0
     bad = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--control", "nope"])
     assert bad.exit_code == 2 and "--control: leg 'nope' is not timed in every case" in bad.output

@@ -203,47 +203,94 @@ def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = 
     return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates, control)
 
 
-FAIL_ON = re.compile(r"^(credibly-)?(slower|faster)>(\d+(?:\.\d+)?)%$")
+FAIL_ON = re.compile(r"^(credibly-|point-)?(slower|faster)>(\d+(?:\.\d+)?)%$")
+DECIDED = ("FASTER", "SLOWER", "SAME")
 
 
 @dataclass(frozen=True)
 class Gate:
     """``slower>2%``: a SLOWER verdict whose estimate is beyond 2% (a true 2% regression fails it
     about half the time). ``credibly-slower>2%``: the whole 95% interval is beyond 2%, so the gate
-    fires only on a regression the data show to exceed 2%; rows without an interval never fire it."""
+    fires only on a regression the data show to exceed 2%. ``point-slower>2%``: the point estimate
+    alone is beyond 2%, verdict or not (nvbench_compare's rule; for one trace per side, where no
+    interval exists). The first two fail closed: a row they cannot judge is ``undecided``."""
 
     direction: str  # "SLOWER" or "FASTER"
     size: float
-    credibly: bool = False
+    mode: str = "verdict"  # "verdict", "credibly" or "point"
+
+    def _beyond(self, value: Any) -> bool:
+        if value is None or pd.isna(value):
+            return False
+        return value < -self.size if self.direction == "SLOWER" else value > self.size
+
+    def _far_bound(self, row: pd.Series) -> Any:
+        """The interval's end on the gate's side (its slower end for a slower gate)."""
+        return row.get("ci_low_pct") if self.direction == "SLOWER" else row.get("ci_high_pct")
+
+    def _near_bound(self, row: pd.Series) -> Any:
+        return row.get("ci_high_pct") if self.direction == "SLOWER" else row.get("ci_low_pct")
 
     def breaks(self, row: pd.Series) -> bool:
-        if self.credibly:
-            bound = row.get("ci_high_pct") if self.direction == "SLOWER" else row.get("ci_low_pct")
-            if bound is None or pd.isna(bound):
-                return False
-            return bound < -self.size if self.direction == "SLOWER" else bound > self.size
-        return row.get("verdict") == self.direction and abs(row["effect_pct"]) > self.size
+        if self.mode == "point":
+            return self._beyond(row["effect_pct"])
+        if self.mode == "credibly":
+            return self._beyond(self._near_bound(row))
+        return row.get("verdict") == self.direction and self._beyond(row["effect_pct"])
+
+    def undecided(self, row: pd.Series) -> bool:
+        """A row the gate cannot judge: no decided verdict (UNRESOLVED, ONE SAMPLE, BIASED …) or, for
+        ``credibly``, no interval, while its interval (or estimate, without one) reaches beyond the
+        size. The point rule judges every row."""
+        if self.mode == "point" or self.breaks(row):
+            return False
+        far = self._far_bound(row)
+        reach = row["effect_pct"] if far is None or pd.isna(far) else far
+        if self.mode == "credibly":
+            return (far is None or pd.isna(far)) and self._beyond(row["effect_pct"])
+        return row.get("verdict") not in DECIDED and self._beyond(reach)
 
 
 def parse_gate(rule: str) -> Gate:
-    """``slower>2%`` → Gate("SLOWER", 2.0); ``credibly-faster>1%`` → Gate("FASTER", 1.0, True)."""
+    """``slower>2%`` → Gate("SLOWER", 2.0); ``credibly-faster>1%`` → Gate("FASTER", 1.0, "credibly")."""
     m = FAIL_ON.match(rule.strip().lower())
     if not m:
         raise ValueError(rule)
-    return Gate(m.group(2).upper(), float(m.group(3)), credibly=m.group(1) is not None)
+    mode = (m.group(1) or "verdict-").rstrip("-")
+    return Gate(m.group(2).upper(), float(m.group(3)), mode)
 
 
-def gate_failures(comparison: Comparison, gate: Gate) -> list[str]:
-    """The rows (legs, kernels, steps) that break ``gate``, each as a line naming the row and effect."""
-    broken = []
+@dataclass
+class GateResult:
+    broken: list[str]  # rows that break the rule
+    undecided: list[str]  # rows it cannot judge (or, first, why the whole comparison cannot be judged)
+
+
+def _describe(r: pd.Series, label: str) -> str:
+    interval = f" [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]" if not pd.isna(r.get("ci_low_pct")) else ""
+    return f"{r[label]}: {r['effect_pct']:+.2f}%{interval} ({r.get('verdict')})"
+
+
+def judge(comparison: Comparison, gate: Gate) -> GateResult:
+    """Every row (legs, kernels, steps) against ``gate``; the control leg is the yardstick, never a
+    row. One trace a side without enough steps gives no interval anywhere: only the point rule can
+    judge it."""
+    result = GateResult([], [])
+    if not comparison.has_verdicts and gate.mode != "point":
+        result.undecided.append(
+            f"one sample per side ({REPLICATES['none']}): no interval to judge; give repeated traces or at least "
+            f"{MIN_STEADY_STEPS + 1} steps per trace, or use a point rule ('point-{gate.direction.lower()}>"
+            f"{gate.size:g}%')"
+        )
     kernels = labelled(comparison.kernels)  # named as the table names them: short names may be shared
     for table, label in ((kernels, "label"), (comparison.steps, "metric"), (comparison.legs, "leg")):
         if not len(table) or "effect_pct" not in table:
             continue
         for _, r in table.iterrows():
-            if "effect_pct" in r and not pd.isna(r["effect_pct"]) and gate.breaks(r):
-                interval = (
-                    f" [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]" if not pd.isna(r.get("ci_low_pct")) else ""
-                )
-                broken.append(f"{r[label]}: {r['effect_pct']:+.2f}%{interval} ({r.get('verdict')})")
-    return broken
+            if pd.isna(r.get("effect_pct")) or r.get("role") == CONTROL:
+                continue
+            if gate.breaks(r):
+                result.broken.append(_describe(r, label))
+            elif comparison.has_verdicts and gate.undecided(r):
+                result.undecided.append(_describe(r, label))
+    return result

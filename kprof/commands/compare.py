@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kprof.analysis.compare import Comparison, Side, compare_sides, gate_failures, parse_gate
+from kprof.analysis.compare import Comparison, GateResult, Side, compare_sides, judge, parse_gate
 from kprof.analysis.run_analysis import no_rounds_message, without_failed_legs
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
@@ -93,10 +93,13 @@ def _check_control(control: str, a: Side, b: Side) -> None:
             )
 
 
-def failures(comparison: Comparison, rule: str) -> list[str]:
-    """Rows that break ``slower>2%``, ``credibly-slower>2%`` (or the ``faster`` forms)."""
+def gate(comparison: Comparison, rule: str) -> GateResult:
+    """``comparison`` judged by ``slower>2%``, ``credibly-slower>2%``, ``point-slower>2%`` (or the
+    ``faster`` forms): the rows that break it and those it cannot judge."""
     try:
-        gate = parse_gate(rule)
+        parsed = parse_gate(rule)
     except ValueError:
-        raise KprofInputError("--fail-on", f"expected e.g. 'slower>2%' or 'credibly-slower>2%', got {rule!r}") from None
-    return gate_failures(comparison, gate)
+        raise KprofInputError(
+            "--fail-on", f"expected e.g. 'slower>2%', 'credibly-slower>2%' or 'point-slower>2%', got {rule!r}"
+        ) from None
+    return judge(comparison, parsed)
