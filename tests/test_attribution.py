@@ -62,8 +62,8 @@ def pct(x: float) -> float:
 
 def test_add_one_leave_one_out_shapley_and_interaction_recover_the_truth() -> None:
     samples, legs = _samples()
-    _, summaries = leg_effects(samples, legs, 0.5)
-    table = attribute_run(samples, legs, LEVERS, summaries)
+    effects, summaries = leg_effects(samples, legs, 0.5)
+    table = attribute_run(samples, legs, LEVERS, summaries, effects)
     tol = 0.15  # percent
     assert _row(table, "add_one", "a")["effect_pct"] == pytest.approx(pct(E["a"]), abs=tol)
     assert _row(table, "leave_one_out", "a")["effect_pct"] == pytest.approx(pct(E["a"] + AB), abs=tol)

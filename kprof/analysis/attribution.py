@@ -18,7 +18,15 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis import stats as S
-from kprof.analysis.run_effects import CaseSummary, control_false_discoveries, per_round_logs, round_statistics
+from kprof.analysis.run_effects import (
+    CaseSummary,
+    control_false_discoveries,
+    per_round_logs,
+    placed_effect,
+    placement_spreads,
+    round_sets,
+    round_statistics,
+)
 from kprof.run_model import Leg, Role
 
 DESIGN_ORDER = ("total", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
@@ -72,32 +80,50 @@ def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> 
     return series
 
 
+# Designs whose quantity is one leg against the baseline: their rows are that leg's row of the
+# leg table (same interval, same verdict), not a second computation of the same comparison.
+LEG_DESIGNS = ("total", "add_one")
+
+
 def attribute_run(
-    samples: pd.DataFrame, legs: list[Leg], levers: Sequence[str], summaries: dict[str, CaseSummary]
+    samples: pd.DataFrame,
+    legs: list[Leg],
+    levers: Sequence[str],
+    summaries: dict[str, CaseSummary],
+    effects: pd.DataFrame,
 ) -> pd.DataFrame:
-    """One row per (case, design, lever): estimate, exact 95% interval, p, verdict (Benjamini–Hochberg
-    within each case's design: the levers of one design are one family)."""
+    """One row per (case, design, lever): estimate, 95% interval (with the placement term, as every
+    leg's), p, verdict. ``total`` and ``add_one`` are legs of ``effects`` (the leg table) and carry
+    their rows; the other designs are computed here by the same function and Benjamini–Hochberg
+    adjusted within each case's design (the levers of one design are one family)."""
     rounds = round_statistics(samples)
+    by = _leg_by_features(legs)
     rows: list[dict[str, Any]] = []
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case).dropna(how="any")
         summary = summaries.get(case)
         threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
-        for key, series in lever_values(logs, legs, levers).items():
+        leg_rows = effects[effects["case"] == case].set_index("leg") if len(effects) else pd.DataFrame()
+        series = lever_values(logs, legs, levers)
+        sets = round_sets(samples[samples["case"] == case])
+        set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
+        derived = {k: v for k, v in series.items() if k.split("|", 1)[0] not in LEG_DESIGNS}
+        spreads = placement_spreads(pd.DataFrame(derived), set_of_round)
+        placements = int(sets.nunique()) if sets is not None else 0
+        for key, values in series.items():
             design, lever = key.split("|", 1)
-            eff = S.with_verdict(S.estimate(series.to_numpy()), threshold)
-            rows.append(
-                dict(
-                    case=case,
-                    design=design,
-                    lever=lever or "(all levers)",
-                    rounds=eff.rounds,
-                    **dict(eff.row(), verdict="BIASED" if summary and summary.biased else eff.verdict),
-                )
-            )
+            if design in LEG_DESIGNS:
+                leg = by[frozenset(levers) if design == "total" else frozenset({lever})]
+                row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}
+                n = int(leg_rows.loc[leg, "rounds"])
+            else:
+                eff = placed_effect(values.to_numpy(), spreads[key], placements, threshold)
+                row, n = dict(eff.row(), verdict="BIASED" if summary and summary.biased else eff.verdict), eff.rounds
+            rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
     if len(table):
-        control_false_discoveries(table, table["verdict"] != "BIASED", by=["case", "design"])
+        tested = (table["verdict"] != "BIASED") & ~table["design"].isin(LEG_DESIGNS)
+        control_false_discoveries(table, tested, by=["case", "design"])
         # Cases in run order, designs in reading order, levers by name.
         rank = {
             "design": {d: i for i, d in enumerate(DESIGN_ORDER)},

@@ -132,7 +132,6 @@ def leg_effects(
         threshold = S.pct_threshold_to_log(threshold_pct)
         mde = S.minimum_detectable_effect(sigma, n, threshold) if aa is not None else float("inf")
         copies = [name for name in aa_names if name in d_all]
-        biased = gated(d_all, copies)
         case_samples = samples[samples["case"] == case]
         sets = round_sets(case_samples)
         n_placements = int(sets.nunique()) if sets is not None else 0
@@ -140,9 +139,10 @@ def leg_effects(
         declared = [leg.name for leg in legs if leg.name in logs.columns]
         compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
         sigma_p = placement_spreads(d_all[compared], set_of_round)
+        biased = gated(d_all, copies, sigma_p, n_placements)
         aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
-        if aa is not None:
-            aa = S.with_verdict(aa, threshold)
+        if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
+            aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold)
         summaries[case] = CaseSummary(
             case=case,
             rounds=n,
@@ -175,8 +175,7 @@ def leg_effects(
                     effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
                 )
             else:
-                placed = S.with_placement(S.estimate(d_all[leg].to_numpy()), sigma_p[leg], n_placements)
-                eff = S.with_verdict(placed, threshold)
+                eff = placed_effect(d_all[leg].to_numpy(), sigma_p[leg], n_placements, threshold)
                 row.update(
                     eff.row(),
                     p_sign=eff.p_sign,
@@ -193,6 +192,13 @@ def leg_effects(
         tested = table["verdict"].isin(S.VERDICTS) & table["leg"].isin(sweep_legs)
         control_false_discoveries(table, tested, by=["case"])
     return table, summaries
+
+
+def placed_effect(d: np.ndarray, sigma_p: float, placements: int, threshold: float) -> S.Effect:
+    """The one computation of an effect from per-round log differences: Hodges–Lehmann with its
+    exact interval, widened by the placement spread, and its verdict. The leg table, attribution
+    and sweeps all call it, so one comparison prints one interval in every command."""
+    return S.with_verdict(S.with_placement(S.estimate(d), sigma_p, placements), threshold)
 
 
 def round_sets(samples: pd.DataFrame) -> pd.Series | None:
@@ -248,12 +254,15 @@ def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def gated(d: pd.DataFrame, copies: list[str]) -> bool:
-    """Whether any A/A copy's interval at level 1 − α/k (k copies: Bonferroni) excludes 0."""
+def gated(d: pd.DataFrame, copies: list[str], spreads: dict[str, float] | None = None, placements: int = 0) -> bool:
+    """Whether any A/A copy's interval at level 1 − α/k (k copies: Bonferroni) excludes 0 — the
+    interval its row prints (with its placement term), so one copy's row and the gate never
+    disagree (the gate tested the raw interval: a row [−0.07, +0.26] SAME gated its case BIASED)."""
     alpha = S.ALPHA / max(len(copies), 1)
     for name in copies:
-        _, low, high = S.hodges_lehmann(d[name].to_numpy(), alpha)
-        if low > 0 or high < 0:
+        effect = S.estimate(d[name].to_numpy(), alpha)
+        effect = S.with_placement(effect, (spreads or {}).get(name, 0.0), placements, alpha)
+        if effect.low > 0 or effect.high < 0:
             return True
     return False
 

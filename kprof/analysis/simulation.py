@@ -182,6 +182,7 @@ def scenario_coverage(
         if p == 0:
             wrong = g["verdict"].isin(["FASTER", "SLOWER"])
         out[float(p)] = {"coverage": float(g.apply(covers, axis=1).mean()), "false_call_rate": float(wrong.mean())}
+    out["biased_rate"] = float(rows["verdict"].eq("BIASED").mean())  # cases the A/A gate silenced
     return out
 
 
