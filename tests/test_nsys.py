@@ -212,18 +212,24 @@ def test_an_unknown_database_names_the_readers(tmp_path: Path) -> None:
         load_trace(path)
 
 
-def test_a_damaged_value_is_one_line_naming_table_and_row(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            "UPDATE NVTX_EVENTS SET globalTid = 'x' WHERE text = 'step 2'",
+            r"NVTX_EVENTS\.globalTid is not a number in NVTX_EVENTS range 2$",
+        ),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE correlationId = 6",
+            r"CUPTI_ACTIVITY_KIND_KERNEL\.start is not a number",
+        ),
+    ],
+)
+def test_a_damaged_value_is_one_line_naming_table_and_row(tmp_path: Path, damage: str, message: str) -> None:
     path = write_export(tmp_path / "bad.sqlite", _step_export())
     con = sqlite3.connect(path)
-    con.execute("UPDATE NVTX_EVENTS SET globalTid = 'x' WHERE text = 'step 2'")
+    con.execute(damage)
     con.commit()
     con.close()
-    with pytest.raises(KprofInputError, match=r"NVTX_EVENTS\.globalTid is not a number in NVTX_EVENTS range 2$"):
-        load_trace(path)
-    path = write_export(tmp_path / "bad_kernel.sqlite", _step_export())
-    con = sqlite3.connect(path)
-    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE correlationId = 6")
-    con.commit()
-    con.close()
-    with pytest.raises(KprofInputError, match=r"CUPTI_ACTIVITY_KIND_KERNEL\.start is not a number"):
+    with pytest.raises(KprofInputError, match=message):
         load_trace(path)

@@ -55,8 +55,9 @@ def test_intervals_cover_the_truth_and_null_legs_are_rarely_called() -> None:
     rng = np.random.default_rng(4)
     for noise in (QUIET, NOISY):
         out = sim.scenario_coverage([0.0, 1.0, 5.0], noise, 16, 0.5, 40, rng)
-        assert all(o["coverage"] >= 0.88 for o in out.values()), out
+        assert all(out[p]["coverage"] >= 0.88 for p in (0.0, 1.0, 5.0)), out
         assert out[0.0]["false_call_rate"] <= 0.05 and out[5.0]["false_call_rate"] == 0.0
+        assert out["biased_rate"] <= 0.15  # the A/A gate silences about its 5% of clean cases
 
 
 def _aa_run(copy_bias_pct: float, rng: np.random.Generator) -> bool:
