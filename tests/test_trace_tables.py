@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,3 +79,59 @@ def test_no_two_rows_of_the_kernel_table_read_alike() -> None:
     shown = [str(row[0]) for row in kernel_table.rows]
     assert len(shown) == len(tables.kernels) == len(set(shown))
     assert len(set(tables.kernels["short_name"])) < len(shown)  # the short names alone repeat
+
+
+def test_a_rank_on_two_gpus_counts_idle_in_device_time(tmp_path: Path) -> None:
+    """One process, two GPUs each busy the whole step: busy is twice the span, idle 0 (it printed
+    −600 µs), and the table names the GPUs so the busy column does not read as impossible."""
+    from typer.testing import CliRunner
+
+    from kprof.cli import app
+
+    events = []
+    for dev in (0, 1):
+        for step in (1, 2, 3):
+            t0, corr = step * 1000, step * 10 + dev
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{step}",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t0,
+                    "dur": 900,
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t0 + 10 + dev,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "k",
+                    "pid": dev,
+                    "tid": 7,
+                    "ts": t0 + 100,
+                    "dur": 600,
+                    "args": {"device": dev, "stream": 7, "correlation": corr},
+                }
+            )
+    path = tmp_path / "two_gpus.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    steps = _tables(path).steps
+    assert list(steps["devices"]) == [2, 2, 2]
+    assert list(steps["busy_us"]) == [1200.0] * 3 and list(steps["span_us"]) == [600.0] * 3
+    assert list(steps["idle_us"]) == [0.0] * 3
+    out = CliRunner().invoke(app, ["trace", str(path)], catch_exceptions=False).output
+    assert "GPUs" in out and "device time summed over the step's GPUs" in out

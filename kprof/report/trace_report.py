@@ -87,8 +87,12 @@ def _kernel_table(t: TraceTables, top: int | None) -> Table:
 
 
 def _step_table(t: TraceTables) -> Table:
-    table = Table(f"per step (steps from: {t.summary['step_source']})", [Column(h) for _, h in STEP_VIEW])
-    for warm, row in zip(t.steps["warmup"], _rows(t.steps, [c for c, _ in STEP_VIEW], None)):
+    # busy and idle are device time, summed over devices: where a rank drives several GPUs, the
+    # table says how many, or busy beyond the span would read as impossible
+    several = bool(len(t.steps)) and int(t.steps["devices"].max()) > 1
+    view = [*STEP_VIEW[:2], ("devices", "GPUs"), *STEP_VIEW[2:]] if several else STEP_VIEW
+    table = Table(f"per step (steps from: {t.summary['step_source']})", [Column(h) for _, h in view])
+    for warm, row in zip(t.steps["warmup"], _rows(t.steps, [c for c, _ in view], None)):
         if warm:
             row[0] += " (warm-up)"
         table.add(*row, style="dim" if warm else "")
@@ -96,10 +100,12 @@ def _step_table(t: TraceTables) -> Table:
         s = t.steady
         table.add(
             f"steady (median of {s['steps']})",
-            *(fmt(s[c]) if c != "kernels" else f"{s[c]:g}" for c, _ in STEP_VIEW[1:]),
+            *("" if c == "devices" else fmt(s[c]) if c != "kernels" else f"{s[c]:g}" for c, _ in view[1:]),
             style="bold",
         )
     table.notes.append("the first step is warm-up and left out of the steady-state median")
+    if several:
+        table.notes.append("GPU busy and idle are device time summed over the step's GPUs (idle = span × GPUs − busy)")
     return table
 
 
