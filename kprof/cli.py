@@ -197,12 +197,13 @@ def sql(
     folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
     fmt: Annotated[TraceFormat, typer.Option("--format", help="table, md, csv or json.")] = TraceFormat.table,
 ) -> None:
-    """SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented names."""
+    """Read-only SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented
+    names; SELECT and EXPLAIN only, files of the folder only, at most 100,000 rows."""
     from kprof.commands.sql import run_sql
     from kprof.report.sql_report import sql_document
 
-    result, tables = run_sql(query, folder)
-    _write(sql_document(result, tables), fmt)
+    result, tables, cut = run_sql(query, folder)
+    _write(sql_document(result, tables, cut), fmt)
 
 
 @app.command()

@@ -60,3 +60,44 @@ def test_the_documented_queries_run(tmp_path: Path) -> None:
     assert {r["rank"] for r in _rows(queries[1], tmp_path / "saved")} == set(range(traces))
     rounds = _rows(queries[2], ROOT / "docs" / "runs" / "h200-2026-11-30" / "gdn_pr")
     assert [r["round"] for r in rounds] == list(range(1, len(rounds) + 1)) and len(rounds) >= 6
+
+
+def _saved(tmp_path: Path) -> Path:
+    saved = tmp_path / "saved"
+    assert runner.invoke(app, ["trace", str(ROOT / "traces"), "--save", str(saved)]).exit_code == 0
+    return saved
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("COPY (SELECT 1) TO '{folder}/meta.json'", "SELECT and EXPLAIN only, not COPY"),
+        ("SELECT * FROM read_csv('/etc/passwd')", "Permission Error"),
+        ("SELECT * FROM read_parquet('{folder}/../*.parquet')", "Permission Error"),
+        ("ATTACH '{folder}/x.db'", "not ATTACH"),
+        ("INSTALL httpfs", "SELECT and EXPLAIN only"),
+        ("SET enable_external_access = true", "not SET"),
+        ("SELECT 1; DROP VIEW kernels", "SELECT and EXPLAIN only"),
+        ("", "is empty"),
+    ],
+)
+def test_sql_is_read_only_and_stays_in_the_folder(tmp_path: Path, query: str, says: str) -> None:
+    saved = _saved(tmp_path)
+    meta = (saved / "meta.json").read_bytes()
+    res = runner.invoke(app, ["sql", query.format(folder=saved), str(saved)])
+    assert res.exit_code == 2 and says in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert (saved / "meta.json").read_bytes() == meta and not (saved / "x.db").exists()
+
+
+def test_sql_results_are_capped_and_file_names_never_become_sql(tmp_path: Path) -> None:
+    from kprof.commands.sql import MAX_ROWS
+
+    saved = _saved(tmp_path)
+    res = runner.invoke(app, ["sql", "SELECT * FROM range(1000000)", str(saved), "--format", "json"])
+    out = json.loads(res.stdout)
+    assert res.exit_code == 0 and len(out["rows"]) == MAX_ROWS and out["cut"] is True
+    evil = saved / "k'); COPY (SELECT 42) TO 'pwned.csv'; SELECT ('.parquet"
+    evil.write_bytes((saved / "kernels.parquet").read_bytes())
+    res = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM kernels", str(saved), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert not list(tmp_path.rglob("pwned.csv")) and not Path("pwned.csv").exists()

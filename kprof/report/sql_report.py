@@ -8,7 +8,7 @@ from kprof.report.table import Column, Document, Table, records
 from kprof.report.trace_report import fmt
 
 
-def sql_document(result: pd.DataFrame, tables: list[str]) -> Document:
+def sql_document(result: pd.DataFrame, tables: list[str], cut: bool = False) -> Document:
     doc = Document()
     text_columns = {c for c in result.columns if not pd.api.types.is_numeric_dtype(result[c])}
     table = Table(
@@ -17,7 +17,9 @@ def sql_document(result: pd.DataFrame, tables: list[str]) -> Document:
     )
     for row in result.itertuples(index=False):
         table.add(*(fmt(v) for v in row))
+    if cut:
+        table.notes.append(f"the first {len(result):,} rows of a longer result (add LIMIT, or aggregate)")
     doc.table(table)
-    doc.data = {"rows": records(result), "tables": tables}
+    doc.data = {"rows": records(result), "tables": tables, "cut": cut}
     doc.records = result
     return doc
