@@ -16,6 +16,7 @@ import numpy as np
 
 from kprof.analysis.simulation import (
     Noise,
+    scenario_aa_bias,
     scenario_coverage,
     scenario_lone,
     scenario_mde,
@@ -52,6 +53,11 @@ def main() -> None:
         "coverage_quiet_16_placement_0.1": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.001),
         "coverage_quiet_16_placement_0.3": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.003),
         "coverage_noisy_16_placement_1": lambda: scenario_coverage([0.0, 1.0, 5.0], NOISY, 16, 0.5, n, rng, 0.01),
+        # the A/A copy alone carries a real bias: the case is flagged, its bound folded in
+        "aa_bias_0_true_200": lambda: scenario_aa_bias(200.0, 0.0, QUIET, 16, n, rng),
+        "aa_bias_0.05_true_200": lambda: scenario_aa_bias(200.0, 0.05, QUIET, 16, n, rng),
+        "aa_bias_0.5_true_2": lambda: scenario_aa_bias(2.0, 0.5, QUIET, 16, n, rng),
+        "aa_bias_0.5_true_0": lambda: scenario_aa_bias(0.0, 0.5, QUIET, 16, n, rng),
         # pairs of independent runs: n // 4 pairs each
         "rerun_noisy_16": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng),
         "rerun_noisy_16_placement": lambda: scenario_rerun([0.0, 2.0, 10.0], NOISY, 16, n // 4, rng, 0.004),

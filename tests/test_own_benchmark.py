@@ -166,13 +166,13 @@ def test_add_one_and_leave_one_out_name_the_slow_commit(history: History, tmp_pa
     biased = report["aa"][0]["verdict"] == "BIASED"  # the host clock's A/A can exclude 0 on a busy CPU
     slow = history.shas["slow"]
     assert legs[f"base + {slow}"]["effect_pct"] < -40 and legs[f"head − {slow}"]["effect_pct"] > -20
-    assert biased or legs[f"base + {slow}"]["verdict"] == "SLOWER"
+    assert legs[f"base + {slow}"]["verdict"] in ({"SLOWER", "BIASED", "UNRESOLVED"} if biased else {"SLOWER"})
     attribution = runner.invoke(app, ["attribute", str(out), "--format", "json"], catch_exceptions=False)
     levers = {(r["design"], r["lever"]): r for r in json.loads(attribution.stdout)["levers"]}
     for design in ("add_one", "leave_one_out"):
         assert levers[(design, slow)]["effect_pct"] < -40
         others = [r["effect_pct"] for (d, lever), r in levers.items() if d == design and lever != slow]
-        assert all(abs(e) < 40 for e in others)  # no other commit looks like the slow one
+        assert all(abs(e) < 40 for e in others), (design, others)  # no other commit looks like the slow one
     md = runner.invoke(app, ["attribute", str(out), "--format", "md"], catch_exceptions=False).stdout
     assert "against the head − commit" in md and history.subjects["slow"] in md
     _no_cache_path(md)

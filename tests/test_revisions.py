@@ -151,18 +151,17 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     legs = {r["leg"]: r for r in report["legs"]}
-    # The host clock's A/A interval can exclude 0 on a busy CPU (it did once in CI): then the case is
-    # BIASED and no leg may be quoted; otherwise each commit gets its own verdict.
+    # The host clock's A/A interval can exclude 0 on a busy CPU (it did once in CI): then its bias
+    # bound widens every interval and a commit the bias could explain is BIASED, not quoted.
     biased = report["aa"][0]["verdict"] == "BIASED"
     # The commit that changes nothing may be UNRESOLVED when the host clock's rounds are too noisy
     # for a 5% threshold (it was once in CI); it must never be called FASTER or SLOWER.
     expect = {"double": {"SLOWER"}, "nothing": {"SAME", "UNRESOLVED"}}
-    if biased:
-        assert {r["verdict"] for name, r in legs.items() if "A/A" not in name} <= {"REFERENCE", "BIASED"}
-    else:
-        assert legs[f"base + {shas['double']}"]["verdict"] in expect["double"]
-        assert legs[f"head − {shas['outputs']}"]["verdict"] == "SLOWER"  # the only leg without the output change
-        assert legs[f"base + {shas['nothing']}"]["verdict"] in expect["nothing"]
+    if biased:  # a bias the A/A showed may explain a verdict, never turn it around
+        expect = {k: v | {"BIASED", "UNRESOLVED"} for k, v in expect.items()}
+    assert legs[f"base + {shas['double']}"]["verdict"] in expect["double"]
+    assert legs[f"head − {shas['outputs']}"]["verdict"] in expect["double"]  # the only leg without the output change
+    assert legs[f"base + {shas['nothing']}"]["verdict"] in expect["nothing"]
     status = json.loads((out / "meta.json").read_text())["case_status"]["n"]
     assert status["failed"][f"base + {shas['outputs']}"].startswith("outputs changed")
     assert status["failed"][f"head {shas['note3']}"].startswith("outputs changed")
@@ -172,7 +171,7 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     attribution = runner.invoke(app, ["attribute", str(out), "--format", "json"], catch_exceptions=False)
     levers = {(r["design"], r["lever"]): r for r in json.loads(attribution.stdout)["levers"]}
     for commit, verdicts in expect.items():
-        assert levers[("add_one", shas[commit])]["verdict"] in ({"BIASED"} if biased else verdicts)
+        assert levers[("add_one", shas[commit])]["verdict"] in verdicts
     md = runner.invoke(app, ["attribute", str(out), "--format", "md"], catch_exceptions=False).stdout
     assert "double the work" in md and shas["double"] in md
 
@@ -203,9 +202,9 @@ def test_listed_revisions_and_the_working_tree_as_a_leg(history, tmp_path: Path)
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     legs = {r["leg"]: r for r in report["legs"]}
-    # as above: on a busy CPU the host clock's A/A can exclude 0, and then nothing is quoted
+    # as above: on a busy CPU the host clock's A/A can exclude 0, and its bias bound may explain 2x
     biased = report["aa"][0]["verdict"] == "BIASED"
-    assert legs["working tree"]["verdict"] == ("BIASED" if biased else "SLOWER")
+    assert legs["working tree"]["verdict"] in ({"SLOWER", "BIASED", "UNRESOLVED"} if biased else {"SLOWER"})
     assert legs["working tree"]["effect_pct"] < -20  # twice the work: the estimate is there either way
     assert legs[f"{shas['note3']} note v3"]["verdict"] == "REFERENCE"
     aa = next(r for name, r in legs.items() if name.endswith("(A/A)"))

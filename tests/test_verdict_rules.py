@@ -174,7 +174,9 @@ def test_cases_split_over_processes_put_what_a_process_holds_in_the_interval() -
     paged preset showed): with one process per case the shift is invisible to a run and reruns miss
     its rerun interval; dealt over processes as a run deals its sets (kprof.engine.parts) the spread
     between sets holds it — partly with two processes (the default: one degree of freedom for the
-    process), fully with one set per process."""
+    process), fully with one set per process. With one process the A/A copy's own process shift is
+    caught as a bias and bounded, which covers part of it (0.79 here; it was below 0.6 under the
+    veto), not all."""
     quiet = sim.Noise(0.004, 0.001)
     inside = {
         p: sim.scenario_rerun([0.0, 2.0, 10.0], quiet, 16, 12, np.random.default_rng(5), 0.0, 0.002, p)[
@@ -182,7 +184,7 @@ def test_cases_split_over_processes_put_what_a_process_holds_in_the_interval() -
         ]
         for p in (1, 2, 4)
     }
-    assert inside[1] < 0.6 and inside[2] > inside[1] + 0.15 and inside[4] >= 0.9, inside
+    assert inside[1] < 0.85 and inside[4] >= 0.9 and inside[4] > inside[1] + 0.1, inside
 
 
 def test_the_placement_line_counts_the_legs_whose_spread_is_in_their_intervals() -> None:
@@ -200,3 +202,23 @@ def test_samples_of_a_leg_the_run_does_not_declare_are_left_out() -> None:
     legs = [leg for leg in sim.legs_for({"x": 1.0, "gone": 0.0}) if leg.name != "gone"]
     table = leg_effects(samples, legs, 0.5)[0]
     assert set(table["leg"]) == {"baseline", "A/A", "x"}
+
+
+def test_an_aa_bias_bounds_the_intervals_instead_of_silencing_the_case() -> None:
+    """A real bias of 1% on the A/A copy (what a slow copy of the baseline shows): the case is
+    flagged and its bias bound is in every other interval; a +200% leg stays FASTER (under the veto
+    it was BIASED and quoted nothing), a true +0.5% leg — within what the bias could explain — is
+    BIASED or unresolved, never FASTER."""
+    rng = np.random.default_rng(11)
+    effects = {"A/A": -1.0, "big": 200.0, "small": 0.5}
+    legs = sim.legs_for({"big": 200.0, "small": 0.5})
+    table, summaries = leg_effects(sim.samples_for(effects, QUIET, 16, rng), legs, 0.5)
+    s = summaries["c"]
+    assert s.biased and 0.9 < 100 * (np.exp(s.bias) - 1) < 1.5
+    rows = table.set_index("leg")
+    big, small = rows.loc["big"], rows.loc["small"]
+    assert big["verdict"] == "FASTER" and big["bias_bound_pct"] == pytest.approx(100 * (np.exp(s.bias) - 1))
+    # the interval is widened by the bound on each side (percent of a log interval, so nearly)
+    assert big["ci_high_pct"] - big["ci_low_pct"] > 2 * 0.9 * (1 + big["effect_pct"] / 100)
+    assert small["verdict"] in {"BIASED", "UNRESOLVED"}
+    assert rows.loc["A/A", "bias_bound_pct"] == 0.0  # the evidence itself is shown as measured

@@ -215,3 +215,30 @@ def scenario_rerun(
             in_rerun += int(((x["rerun_low_pct"] <= other) & (other <= x["rerun_high_pct"])).sum())
             total += len(x)
     return {"inside_interval": in_ci / total, "inside_rerun_interval": in_rerun / total}
+
+
+def scenario_aa_bias(
+    true_pct: float, aa_bias_pct: float, noise: Noise, rounds: int, runs: int, rng: np.random.Generator
+) -> dict:
+    """A leg with a true effect in a case whose A/A copy carries a real bias of ``aa_bias_pct``
+    (the copy alone is off; the legs are not): how often the leg is quoted with the right verdict,
+    called BIASED, and covered by its interval, and how often the case is flagged."""
+    effects = {"x": true_pct, "A/A": aa_bias_pct}
+    legs = legs_for({"x": true_pct})
+    right = "FASTER" if true_pct > 0 else "SLOWER" if true_pct < 0 else "SAME"
+    hits = biased = covered = flagged = wrong = 0
+    for _ in range(runs):
+        table, summaries = leg_effects(samples_for(effects, noise, rounds, rng), legs, 0.5)
+        row = table.set_index("leg").loc["x"]
+        hits += row["verdict"] == right
+        biased += row["verdict"] == "BIASED"
+        wrong += row["verdict"] in ("FASTER", "SLOWER") and row["verdict"] != right
+        covered += row["ci_low_pct"] <= true_pct <= row["ci_high_pct"]
+        flagged += summaries["c"].biased
+    return {
+        "right_verdict": hits / runs,
+        "biased": biased / runs,
+        "false_call": wrong / runs,
+        "coverage": covered / runs,
+        "case_flagged": flagged / runs,
+    }

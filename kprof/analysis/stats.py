@@ -216,6 +216,14 @@ def with_placement(effect: Effect, sigma_p: float, placements: int, alpha: float
     return Effect(effect.rounds, effect.estimate, low, high, effect.p, effect.p_sign, effect.verdict)
 
 
+def with_bias_bound(effect: Effect, bound: float) -> Effect:
+    """The interval widened by ``bound`` (log units) on each side: a bias of up to that size, of
+    either sign, which the case's A/A control showed (kprof.analysis.run_effects.bias_bound)."""
+    if bound <= 0:
+        return effect
+    return Effect(effect.rounds, effect.estimate, effect.low - bound, effect.high + bound, effect.p, effect.p_sign)
+
+
 def to_pct(d: float) -> float:
     """Log-ratio ln(t_leg/t_ref) → effect in percent, positive = faster."""
     return 100.0 * (math.exp(-d) - 1.0) if math.isfinite(d) else (-math.inf if d > 0 else math.inf)

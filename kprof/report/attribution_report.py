@@ -17,6 +17,7 @@ from kprof.analysis.stats import EFFECT_COLUMNS
 from kprof.errors import KprofInputError
 from kprof.report.run_report import (
     aa_records,
+    bias_text,
     commits_table,
     effect_cell,
     header,
@@ -109,7 +110,7 @@ def sweep_tables(sweep: pd.DataFrame) -> list[Table]:
 def aa_line(s: CaseSummary) -> str:
     if s.aa is None:
         return f"{s.case}: no A/A leg"
-    gate = "BIASED — nothing quoted" if s.biased else "holds 0"
+    gate = bias_text(s) if s.biased else "holds 0"
     return (
         f"{s.case}: A/A {s.aa.effect_pct:+.2f}% [{s.aa.ci_low_pct:+.2f}, {s.aa.ci_high_pct:+.2f}] ({gate}); "
         f"verdict threshold {s.threshold_pct:.2f}%"

@@ -27,8 +27,6 @@ def effect_text(row: pd.Series | dict[str, Any]) -> str:
         return "reference"
     if row["verdict"] == "MEASURED":
         return "planted delay, timed alone"
-    if row["verdict"] == "BIASED":
-        return "– (A/A biased)"
     if row["verdict"] == NO_BASELINE:
         return "– (the baseline has none)"
     lo, hi = row["ci_low_pct"], row["ci_high_pct"]
@@ -49,11 +47,20 @@ def time_text(us: float) -> str:
     return f"{us:,.1f}" if us >= 100 else f"{us:.3f}"
 
 
+def bias_text(s: CaseSummary) -> str:
+    """What an A/A that excludes 0 does to the case: its bias bound, in every other interval."""
+    bound = 100 * (math.exp(s.bias) - 1)
+    return (
+        f"A/A excludes 0: a bias up to ±{bound:.2f}% is folded into every other interval; "
+        "BIASED where that bias could explain the effect"
+    )
+
+
 def summary_line(s: CaseSummary) -> str:
     aa = s.aa
     aa_text = "–" if aa is None else f"{aa.effect_pct:+.2f}% [{aa.ci_low_pct:+.2f}, {aa.ci_high_pct:+.2f}]"
     holds = "A/A interval holds 0" if s.aa_copies <= 1 else f"all {s.aa_copies} A/A copies hold 0"
-    gate = "BIASED: nothing quoted" if s.biased else holds
+    gate = bias_text(s) if s.biased else holds
     quantum = f", timer quantum {s.quantum_ns:.0f} ns" if s.quantum_ns and s.quantum_ns < 1000 else ""
     return (
         f"A/A {aa_text} ({gate}); {s.rounds} rounds (verdicts need ≥ {s.fewest_rounds}); "
@@ -309,6 +316,7 @@ def aa_records(summaries: dict[str, CaseSummary]) -> list[dict[str, Any]]:
             "ci_low_pct": s.aa.ci_low_pct,
             "ci_high_pct": s.aa.ci_high_pct,
             "verdict": "BIASED" if s.biased else s.aa.verdict,
+            "bias_bound_pct": 100 * (math.exp(s.bias) - 1),
             "noise_floor_pct": s.noise_floor_pct,
             "mde_pct": s.mde_pct,
             "rounds": s.rounds,
