@@ -14,6 +14,7 @@ import re
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -167,14 +168,26 @@ def run_trace(
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
     files, skipped = expand_inputs(files)
+    with _store().claimed(save) if save is not None else nullcontext():
+        return _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, save, on_progress, jobs)
+
+
+def _run_trace(
+    files: list[Path],
+    skipped: list[Path],
+    pattern: re.Pattern[str],
+    step_pattern: str | None,
+    kernel_filter: re.Pattern[str] | None,
+    recover: bool | None,
+    save: Path | None,
+    on_progress: Callable[[Path, int, int], None] | None,
+    jobs: int,
+) -> TraceResult:
+    """``run_trace`` once the inputs are expanded and the save folder (if any) is held."""
     counter_files = [f for f in files if rocprofv3_counters.is_counter_file(f)]
     files = [f for f in files if f not in counter_files]
     if counter_files and not files:
         raise rocprofv3_counters.alone(counter_files[0])
-    if save is not None:
-        _store().prepare_dir(save)
-        for stale in ("kernel_events", "ranges"):
-            shutil.rmtree(save / stale, ignore_errors=True)
     work = [
         _FileJob(f, i, len(files), step_pattern, kernel_filter.pattern if kernel_filter else None, recover, save)
         for i, f in enumerate(files)

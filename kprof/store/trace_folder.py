@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,49 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.schema import KERNEL_EVENTS, RANGES, SCHEMA_VERSION
 from kprof.store.atomic import write_parquet, write_text
+
+# What a `kprof trace --save` folder holds (besides NAME.parquet result tables): a save replaces
+# exactly these, and a folder holding anything else is not one.
+_SAVED = {"kernel_events", "ranges", "meta.json", ".lock"}
+
+
+@contextmanager
+def claimed(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one save and clear the previous save's tables, so a save replaces an earlier
+    one as a whole (a one-rank save over a two-rank one left the second rank's tables). A run folder,
+    a folder holding other files, and a folder another kprof process is saving into are refused in
+    one line: the save wrote over a run's meta.json before, and two saves mixed their traces."""
+    prepare_dir(out)
+    meta = out / "meta.json"
+    if meta.is_file():
+        try:
+            command = json.loads(meta.read_text()).get("command")
+        except (OSError, ValueError, AttributeError):
+            command = None
+        if command != "trace":
+            raise KprofInputError(
+                out,
+                "holds a kprof run or other data (its meta.json): --save writes trace tables "
+                "into an empty folder or over an earlier --save; give another folder",
+            )
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in _SAVED and p.suffix != ".parquet")
+    if foreign:
+        raise KprofInputError(
+            out, f"is not empty and holds no kprof trace save ({', '.join(foreign[:3])}…): give an empty or new folder"
+        )
+    with (out / ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KprofInputError(out, "is being saved into by another kprof process (one at a time)") from None
+        try:
+            for stale in ("kernel_events", "ranges"):
+                shutil.rmtree(out / stale, ignore_errors=True)
+            for stale in [*out.glob("*.parquet"), meta]:
+                stale.unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def prepare_dir(out: Path) -> Path:
