@@ -61,6 +61,14 @@ class Probe:
         stripped = self.head.lstrip()
         return stripped if stripped[:1] in (b"{", b"[") else None
 
+    @cached_property
+    def csv_columns(self) -> frozenset[str]:
+        """The first line's comma-separated names, lower-cased and unquoted, when the file may be a
+        CSV (neither SQLite nor JSON); empty otherwise. Every CSV format is told apart by them."""
+        if self.is_sqlite or self.json_head is not None:
+            return frozenset()
+        return frozenset(c.strip().strip('"').lower() for c in self.first_line.split(","))
+
     @property
     def first_line(self) -> str:
         return self.head.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")

@@ -12,10 +12,7 @@ API_COLUMNS = {"domain", "function", "start_timestamp"}
 
 
 def _is_api_csv(p: Probe) -> bool:
-    if p.is_sqlite or p.json_head is not None:
-        return False
-    cols = {c.strip().strip('"').lower() for c in p.first_line.split(",")}
-    return cols >= API_COLUMNS and "kernel_name" not in cols
+    return p.csv_columns >= API_COLUMNS and "kernel_name" not in p.csv_columns
 
 
 def _refuse(p: Probe, options: LoadOptions) -> Trace:

@@ -9,6 +9,7 @@ the file is a one-line error that says so.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
@@ -23,14 +24,13 @@ from kprof.trace import Trace
 COUNTER_COLUMNS = {"counter_name", "counter_value"}
 
 
-def is_counter_csv(first_line: str) -> bool:
-    return {c.strip().strip('"').lower() for c in first_line.split(",")} >= COUNTER_COLUMNS
+def is_counter_csv(p: Probe) -> bool:
+    return p.csv_columns >= COUNTER_COLUMNS
 
 
 def is_counter_file(path: Path) -> bool:
-    if not path.is_file():
-        return False
-    return is_counter_csv(head(path).lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace"))
+    """Whether ``path`` is a counter collection, judged from its first bytes as format detection does."""
+    return path.is_file() and is_counter_csv(Probe(path, head(path), ExitStack()))
 
 
 def read_counters(path: Path) -> pd.DataFrame:
@@ -71,7 +71,7 @@ def _refuse(p: Probe, options: LoadOptions) -> Trace:
 FORMAT = TraceFormat(
     "rocprofv3-counters",
     "rocprofv3 counter collection CSV (with a kernel trace)",
-    lambda p: not p.is_sqlite and p.json_head is None and is_counter_csv(p.first_line),
+    is_counter_csv,
     _refuse,
     priority=5,
 )

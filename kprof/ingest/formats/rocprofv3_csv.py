@@ -45,8 +45,7 @@ CSV_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def is_kernel_csv(header: str) -> bool:
-    cols = {c.strip().strip('"').lower() for c in header.split(",")}
+def is_kernel_csv(cols: frozenset[str]) -> bool:
     return any(n in cols for n in CSV_COLUMNS["name"]) and any(s in cols for s in CSV_COLUMNS["start"])
 
 
@@ -177,7 +176,7 @@ def _marker_ranges(path: Path | None) -> dict[str, Any]:
 
 
 def _is_kernel_csv(p: Probe) -> bool:
-    return not p.is_sqlite and p.json_head is None and is_kernel_csv(p.first_line)
+    return is_kernel_csv(p.csv_columns)
 
 
 FORMAT = TraceFormat(
