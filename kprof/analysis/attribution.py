@@ -110,6 +110,7 @@ def attribute_run(
         derived = {k: v for k, v in series.items() if k.split("|", 1)[0] not in LEG_DESIGNS}
         spreads = placement_spreads(pd.DataFrame(derived), set_of_round)
         placements = int(sets.nunique()) if sets is not None else 0
+        bias = summary.bias if summary else 0.0
         for key, values in series.items():
             design, lever = key.split("|", 1)
             if design in LEG_DESIGNS:
@@ -117,7 +118,6 @@ def attribute_run(
                 row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}
                 n = int(leg_rows.loc[leg, "rounds"])
             else:
-                bias = summary.bias if summary else 0.0
                 eff = placed_effect(values.to_numpy(), spreads[key], placements, threshold, bias)
                 row, n = eff.row(), eff.rounds
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))

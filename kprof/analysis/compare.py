@@ -245,10 +245,10 @@ class Gate:
         if self.mode == "point" or self.breaks(row):
             return False
         far = self._far_bound(row)
-        reach = row["effect_pct"] if far is None or pd.isna(far) else far
+        no_interval = far is None or pd.isna(far)
         if self.mode == "credibly":
-            return (far is None or pd.isna(far)) and self._beyond(row["effect_pct"])
-        return row.get("verdict") not in DECIDED and self._beyond(reach)
+            return no_interval and self._beyond(row["effect_pct"])
+        return row.get("verdict") not in DECIDED and self._beyond(row["effect_pct"] if no_interval else far)
 
 
 def parse_gate(rule: str) -> Gate:

@@ -67,7 +67,6 @@ class CaseSummary:
     mde_pct: float
     threshold_pct: float
     aa: S.Effect | None
-    biased: bool
     quantum_ns: float | None
     rounds_for_threshold: int
     fewest_rounds: int = 6  # below this the exact test cannot give a verdict (a sweep family needs more)
@@ -76,6 +75,11 @@ class CaseSummary:
     placements: int = 0  # buffer sets (placements) the rounds rotated over
     bias: float = 0.0  # the A/A's bias bound, log units (0: every copy holds 0), in every other interval
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
+
+    @property
+    def biased(self) -> bool:
+        """Whether an A/A copy excludes 0 (its bias bound is then in every other interval)."""
+        return self.bias > 0
 
 
 TICK_JITTER_NS = 2.0  # device timestamps converted to ns land ±1 ns around their tick
@@ -143,7 +147,6 @@ def leg_effects(
         compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
         sigma_p = placement_spreads(d_all[compared], set_of_round)
         bias = bias_bound(d_all, copies, sigma_p, n_placements)
-        biased = bias > 0
         aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
         if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
             aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold)
@@ -155,7 +158,6 @@ def leg_effects(
             mde_pct=100 * (np.exp(mde) - 1),
             threshold_pct=100 * (np.exp(threshold) - 1),
             aa=aa,
-            biased=biased,
             quantum_ns=timer_quantum(case_samples),
             rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),

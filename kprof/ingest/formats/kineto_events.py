@@ -292,8 +292,7 @@ class EventBuffer:
         ranges: list[Event] = []
         for e in events:
             if e.ph != "X":
-                if e.ph == "M" and e.name == "process_name" and type(e.pid) is int:
-                    self._take_process_name(e.pid, e.args)
+                self._take_process_name(e)
                 continue
             cat = e.cat
             kind = gpu_kinds.get(cat)
@@ -338,10 +337,13 @@ class EventBuffer:
                 )
             )
 
-    def _take_process_name(self, pid: int, args: msgspec.Raw) -> None:
-        named = decode_optional(_NameArgs, args)
+    def _take_process_name(self, e: Event) -> None:
+        """Keep ``e``'s process name when it is a ``process_name`` metadata event of an int pid."""
+        if e.ph != "M" or e.name != "process_name" or type(e.pid) is not int:
+            return
+        named = decode_optional(_NameArgs, e.args)
         if named is not None and named.name is not None:
-            self.process_names[pid] = named.name
+            self.process_names[e.pid] = named.name
 
     def take_process_names(self, data: bytes | bytearray, lo: int, hi: int) -> None:
         """The ``process_name`` metadata events in ``data[lo:hi]``, a piece the compiled scanner
@@ -352,8 +354,8 @@ class EventBuffer:
             event = _enclosing_object(data, at, lo, hi)
             if event is not None:
                 e = decode_optional(Event, msgspec.Raw(event))
-                if e is not None and e.ph == "M" and e.name == "process_name" and type(e.pid) is int:
-                    self._take_process_name(e.pid, e.args)
+                if e is not None:
+                    self._take_process_name(e)
             at = data.find(_PROCESS_NAME, at + 1, hi)
 
     def take_scanned(self, piece: ks.Scanned) -> None:

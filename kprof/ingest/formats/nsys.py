@@ -62,11 +62,12 @@ def _strings(con: sqlite3.Connection) -> dict[int, str]:
     return {int(i): v for i, v in con.execute("SELECT id, value FROM StringIds")}
 
 
-def _pid(global_id: pd.Series) -> pd.Series:
+def _pid(global_id: Any) -> Any:
+    """The process of a serialized GlobalId (an int, a numpy array or a Series of them)."""
     return (global_id // (1 << 24)) % (1 << 24)
 
 
-def _tid(global_id: pd.Series) -> pd.Series:
+def _tid(global_id: Any) -> Any:
     return global_id % (1 << 24)
 
 
@@ -168,12 +169,11 @@ def _nvtx(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
         codes.append(np.fromiter((names.setdefault(str(v), len(names)) for v in columns[4]), np.int64, len(rows)))
         offset += len(rows)
     start, end, gtid, domain = (np.concatenate(c) if c else np.zeros(0, np.int64) for c in ints)
-    pid, tid = (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
+    pid, tid = _pid(gtid), _tid(gtid)
     created = f"SELECT {col('globalTid', '0')}, {col('domainId', '0')}, {name} FROM {NVTX} n {join} WHERE "
     created += f"{col('eventType')} = ?"
     domains = {
-        ((int(g) >> 24) & 0xFFFFFF, int(d or 0)): str(t)
-        for g, d, t in con.execute(created, (types["NvtxDomainCreate"],))
+        (_pid(int(g or 0)), int(d or 0)): str(t) for g, d, t in con.execute(created, (types["NvtxDomainCreate"],))
     }
     code = np.concatenate(codes) if codes else np.zeros(0, np.int64)
     if domains:  # a named domain's ranges are "domain:name"
