@@ -12,8 +12,8 @@ parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, pol
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
-from kprof.store.locks import exclusive_lock
+from kprof.store.locks import exclusive_lock, held_alone
 from kprof.store.run_tables import TABLES, check_columns, to_arrow
 
 META = "meta.json"
@@ -116,21 +116,9 @@ class RunFolder:
             self.write_run(run)
         return run
 
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the folder for one kprof process: a second run or --resume on it is refused at once
-        (an OS lock, released when the process ends, however it ends)."""
-        import fcntl
-
-        with (self.root / ".lock").open("w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise KprofInputError(self.root, "is being run by another kprof process (one at a time)") from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def lock(self) -> AbstractContextManager[None]:
+        """Hold the folder for one kprof process: a second run or --resume on it is refused at once."""
+        return held_alone(self.root, "is being run by another kprof process (one at a time)")
 
     def part_path(self, table: str, case_index: int, round_index: int | None, part: int = 0) -> Path:
         """A round's file, or (no round) what a case's process wrote before its rounds."""

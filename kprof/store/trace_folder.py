@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.schema import KERNEL_EVENTS, RANGES, SCHEMA_VERSION
 from kprof.store.atomic import write_parquet, write_text
+from kprof.store.locks import held_alone
 
 # What a `kprof trace --save` folder holds (besides NAME.parquet result tables): a save replaces
 # exactly these, and a folder holding anything else is not one.
@@ -48,19 +48,12 @@ def claimed(out: Path) -> Iterator[None]:
         raise KprofInputError(
             out, f"is not empty and holds no kprof trace save ({', '.join(foreign[:3])}…): give an empty or new folder"
         )
-    with (out / ".lock").open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise KprofInputError(out, "is being saved into by another kprof process (one at a time)") from None
-        try:
-            for stale in ("kernel_events", "ranges"):
-                shutil.rmtree(out / stale, ignore_errors=True)
-            for stale in [*out.glob("*.parquet"), meta]:
-                stale.unlink(missing_ok=True)
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with held_alone(out, "is being saved into by another kprof process (one at a time)"):
+        for stale in ("kernel_events", "ranges"):
+            shutil.rmtree(out / stale, ignore_errors=True)
+        for stale in [*out.glob("*.parquet"), meta]:
+            stale.unlink(missing_ok=True)
+        yield
 
 
 def prepare_dir(out: Path) -> Path:
