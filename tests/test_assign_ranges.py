@@ -8,18 +8,7 @@ from pathlib import Path
 from kprof.analysis.trace_tables import trace_tables
 from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.ingest.load import load_trace
-
-
-def _x(cat: str, name: str, ts: float, dur: float, pid: int = 1, tid: int = 1, **args) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _kernel(name: str, ts: float, dur: float, corr: int) -> dict:
-    return _x("kernel", name, ts, dur, pid=0, tid=7, device=0, stream=7, correlation=corr)
-
-
-def _launch(ts: float, corr: int, tid: int = 1) -> dict:
-    return _x("cuda_runtime", "cudaLaunchKernel", ts, 1, tid=tid, correlation=corr)
+from tests.kineto_events import event, kernel, launch
 
 
 def _load(tmp_path: Path, events: list[dict], steps: str | None = None):
@@ -31,12 +20,12 @@ def _load(tmp_path: Path, events: list[dict], steps: str | None = None):
 
 def test_cpu_steps_follow_the_launch_not_the_kernel_start(tmp_path: Path) -> None:
     events = [
-        _x("user_annotation", "ProfilerStep#1", 0, 100),
-        _x("user_annotation", "ProfilerStep#2", 100, 100),
-        _launch(90, 1),
-        _kernel("late", 150, 10, 1),  # runs during step 2's CPU range, launched in step 1
-        _launch(120, 2),
-        _kernel("k2", 170, 10, 2),
+        event("user_annotation", "ProfilerStep#1", 0, 100),
+        event("user_annotation", "ProfilerStep#2", 100, 100),
+        launch(90, 1),
+        kernel("late", 150, 10, 1),  # runs during step 2's CPU range, launched in step 1
+        launch(120, 2),
+        kernel("k2", 170, 10, 2),
     ]
     trace, tables = _load(tmp_path, events)
     assert trace.events.set_index("name")["step"].to_dict() == {"late": 1, "k2": 2}
@@ -45,14 +34,14 @@ def test_cpu_steps_follow_the_launch_not_the_kernel_start(tmp_path: Path) -> Non
 
 def test_gpu_step_ranges_win_when_present(tmp_path: Path) -> None:
     events = [
-        _x("user_annotation", "ProfilerStep#1", 0, 100),
-        _x("user_annotation", "ProfilerStep#2", 100, 100),
-        _x("gpu_user_annotation", "ProfilerStep#1", 140, 20, pid=0, tid=7),
-        _x("gpu_user_annotation", "ProfilerStep#2", 160, 40, pid=0, tid=7),
-        _launch(90, 1),
-        _kernel("a", 150, 5, 1),
-        _launch(95, 2),
-        _kernel("b", 165, 5, 2),  # launched in CPU step 1, but inside GPU step 2's range
+        event("user_annotation", "ProfilerStep#1", 0, 100),
+        event("user_annotation", "ProfilerStep#2", 100, 100),
+        event("gpu_user_annotation", "ProfilerStep#1", 140, 20, pid=0, tid=7),
+        event("gpu_user_annotation", "ProfilerStep#2", 160, 40, pid=0, tid=7),
+        launch(90, 1),
+        kernel("a", 150, 5, 1),
+        launch(95, 2),
+        kernel("b", 165, 5, 2),  # launched in CPU step 1, but inside GPU step 2's range
     ]
     trace, _ = _load(tmp_path, events)
     assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
@@ -61,14 +50,14 @@ def test_gpu_step_ranges_win_when_present(tmp_path: Path) -> None:
 
 def test_nested_annotations_innermost_and_inclusive(tmp_path: Path) -> None:
     events = [
-        _x("user_annotation", "layer", 0, 100),
-        _x("user_annotation", "attention", 10, 30),
-        _launch(20, 1),
-        _kernel("qk", 200, 10, 1),
-        _launch(50, 2),
-        _kernel("mlp", 220, 30, 2),
-        _launch(60, 3, tid=2),  # another thread: not inside this thread's ranges
-        _kernel("other", 260, 5, 3),
+        event("user_annotation", "layer", 0, 100),
+        event("user_annotation", "attention", 10, 30),
+        launch(20, 1),
+        kernel("qk", 200, 10, 1),
+        launch(50, 2),
+        kernel("mlp", 220, 30, 2),
+        launch(60, 3, tid=2),  # another thread: not inside this thread's ranges
+        kernel("other", 260, 5, 3),
     ]
     trace, tables = _load(tmp_path, events)
     annotation = trace.events.set_index("name")["annotation"]
@@ -81,11 +70,11 @@ def test_nested_annotations_innermost_and_inclusive(tmp_path: Path) -> None:
 
 def test_busy_counts_overlapping_streams_once(tmp_path: Path) -> None:
     events = [
-        _x("user_annotation", "ProfilerStep#1", 0, 1000),
-        _launch(1, 1),
-        _launch(2, 2),
-        _kernel("a", 100, 50, 1),
-        {**_kernel("b", 120, 50, 2), "tid": 8, "args": {"device": 0, "stream": 8, "correlation": 2}},
+        event("user_annotation", "ProfilerStep#1", 0, 1000),
+        launch(1, 1),
+        launch(2, 2),
+        kernel("a", 100, 50, 1),
+        {**kernel("b", 120, 50, 2), "tid": 8, "args": {"device": 0, "stream": 8, "correlation": 2}},
     ]
     _, tables = _load(tmp_path, events)
     step = tables.steps.iloc[0]
@@ -97,12 +86,12 @@ def test_unnumbered_step_ranges_are_numbered_in_time_order(tmp_path: Path) -> No
     """A file that lists its --steps ranges last first (as one real trace does): the warm-up step
     (number 0) is still the earliest."""
     events = [
-        _x("user_annotation", "graph", 200, 100),
-        _x("user_annotation", "graph", 0, 100),
-        _launch(10, 1),
-        _kernel("first", 20, 10, 1),
-        _launch(210, 2),
-        _kernel("second", 220, 10, 2),
+        event("user_annotation", "graph", 200, 100),
+        event("user_annotation", "graph", 0, 100),
+        launch(10, 1),
+        kernel("first", 20, 10, 1),
+        launch(210, 2),
+        kernel("second", 220, 10, 2),
     ]
     trace, tables = _load(tmp_path, events, steps="^graph$")
     assert trace.events.set_index("name")["step"].to_dict() == {"first": 0, "second": 1}
@@ -122,11 +111,11 @@ def test_gpu_annotations_hold_only_their_own_streams_work(tmp_path: Path) -> Non
     """Kineto writes a gpu_user_annotation on the stream whose work it spans: a kernel of another
     stream that starts inside it keeps its own stream's annotation (or none)."""
     events = [
-        _x("gpu_user_annotation", "nccl:all_reduce", 100, 200, pid=0, tid=9),
-        _x("gpu_user_annotation", "gemm", 120, 30, pid=0, tid=7),
-        {**_kernel("allreduce", 100, 200, 1), "tid": 9, "args": {"device": 0, "stream": 9, "correlation": 1}},
-        _kernel("gemm_kernel", 125, 20, 2),
-        _kernel("unannotated", 200, 20, 3),  # stream 7, inside only stream 9's range
+        event("gpu_user_annotation", "nccl:all_reduce", 100, 200, pid=0, tid=9),
+        event("gpu_user_annotation", "gemm", 120, 30, pid=0, tid=7),
+        {**kernel("allreduce", 100, 200, 1), "tid": 9, "args": {"device": 0, "stream": 9, "correlation": 1}},
+        kernel("gemm_kernel", 125, 20, 2),
+        kernel("unannotated", 200, 20, 3),  # stream 7, inside only stream 9's range
     ]
     trace, tables = _load(tmp_path, events)
     annotation = trace.events.set_index("name")["annotation"]
@@ -141,9 +130,9 @@ def test_truncated_gpu_step_ranges_fall_back_to_the_launch(tmp_path: Path) -> No
     """A GPU ProfilerStep copy far shorter than its step (as ROCm traces have): steps come from the
     launching call, and the trace says so."""
     events = [
-        _x("user_annotation", "ProfilerStep#1", 0, 1000),
-        _x("gpu_user_annotation", "ProfilerStep#1", 100, 5, pid=0, tid=7),
-        *[e for i in range(4) for e in (_launch(10 + i, i + 1), _kernel(f"k{i}", 100 + 100 * i, 5, i + 1))],
+        event("user_annotation", "ProfilerStep#1", 0, 1000),
+        event("gpu_user_annotation", "ProfilerStep#1", 100, 5, pid=0, tid=7),
+        *[e for i in range(4) for e in (launch(10 + i, i + 1), kernel(f"k{i}", 100 + 100 * i, 5, i + 1))],
     ]
     trace, _ = _load(tmp_path, events)
     assert trace.events["step"].tolist() == [1, 1, 1, 1]
@@ -155,11 +144,11 @@ def test_work_launched_before_the_window_is_in_no_step(tmp_path: Path) -> None:
     """A kernel without a recorded launch whose correlation id precedes every recorded launch was
     launched before profiling began: its start inside step 1 must not pull it into step 1."""
     events = [
-        _x("user_annotation", "ProfilerStep#1", 0, 100),
-        _kernel("early", 5, 10, 3),  # no launch event; correlation 3 < 10
-        _launch(20, 10),
-        _kernel("k", 30, 10, 10),
-        _kernel("lost_launch", 50, 10, 11),  # launch missing but after the window opened: by start
+        event("user_annotation", "ProfilerStep#1", 0, 100),
+        kernel("early", 5, 10, 3),  # no launch event; correlation 3 < 10
+        launch(20, 10),
+        kernel("k", 30, 10, 10),
+        kernel("lost_launch", 50, 10, 11),  # launch missing but after the window opened: by start
     ]
     trace, _ = _load(tmp_path, events)
     step = trace.events.set_index("name")["step"]

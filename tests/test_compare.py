@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from conftest import EAGER, GRAPH, ROOT
 from kprof.cli import app
+from tests.kineto_events import kernel, launch, step, write_trace
 
 runner = CliRunner()
 RUNS = ROOT / "docs" / "runs" / "h200-2026-11-30"
@@ -29,8 +30,8 @@ def test_one_trace_per_side_gives_deltas_and_no_verdict() -> None:
     assert out["replicates"] == "none" and "no verdict" in out["note"]
     both = [k for k in out["kernels"] if not k["verdict"].startswith("ONLY")]
     assert both and all(k["verdict"] == "ONE SAMPLE" for k in both)
-    step = out["steps"][0]
-    assert step["effect_pct"] == pytest.approx(100 * (step["a"] / step["b"] - 1))
+    busy = out["steps"][0]
+    assert busy["effect_pct"] == pytest.approx(100 * (busy["a"] / busy["b"] - 1))
 
 
 def test_repeated_identical_traces_are_the_same(tmp_path: Path) -> None:
@@ -75,48 +76,15 @@ def _loop_trace(path: Path, steps: int, scale: float, seed: int, kernels=LOOP_KE
     and a small kernel) whose times jitter by about 1%; ``scale`` multiplies the workload."""
     rng = np.random.default_rng(seed)
     events, t, corr = [], 0.0, 0
-    for step in range(steps):
-        events.append(
-            {
-                "ph": "X",
-                "cat": "user_annotation",
-                "name": f"ProfilerStep#{step}",
-                "pid": 1,
-                "tid": 1,
-                "ts": t,
-                "dur": 1000.0 * scale,
-            }
-        )
+    for number in range(steps):
+        events.append(step(number, t, 1000.0 * scale))
         for name, us in kernels:
             corr += 1
             dur = round(us * scale * (1 + 0.01 * rng.standard_normal()), 3)
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": "cudaLaunchKernel",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": t + corr % 7,
-                    "dur": 2,
-                    "args": {"correlation": corr},
-                }
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": name,
-                    "pid": 0,
-                    "tid": 7,
-                    "ts": t + 10 + corr % 7,
-                    "dur": dur,
-                    "args": {"device": 0, "stream": 7, "correlation": corr},
-                }
-            )
+            events.append(launch(t + corr % 7, corr, dur=2))
+            events.append(kernel(name, t + 10 + corr % 7, dur, corr))
         t += 1000.0 * scale + 50
-    path.write_text(json.dumps({"traceEvents": events}))
-    return path
+    return write_trace(path, events)
 
 
 def test_one_loop_trace_per_side_uses_its_steps_as_replicates(tmp_path: Path) -> None:

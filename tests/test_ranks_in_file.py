@@ -11,6 +11,7 @@ from pathlib import Path
 from kprof.commands.trace import run_trace
 from kprof.ingest.load import load_traces
 from tests.conftest import real
+from tests.kineto_events import kernel, launch, step, write_trace
 
 MERGED = "kineto_rocm_4ranks_merged_tracelens_amd_hpctraining.json.gz"
 
@@ -49,47 +50,12 @@ def _merged(tmp_path: Path, named: bool) -> Path:
                 {"ph": "M", "name": "process_name", "pid": cpu, "tid": 0, "args": {"name": f"RANK {rank} - CPU"}},
                 {"ph": "M", "name": "process_name", "pid": gpu, "tid": 0, "args": {"name": f"RANK {rank} - GPU"}},
             ]
-        for step in (1, 2, 3):
-            t0 = step * 1000
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": f"ProfilerStep#{step}",
-                    "pid": cpu,
-                    "tid": cpu,
-                    "ts": t0,
-                    "dur": 900,
-                }
-            )
-            corr = step * 10  # both ranks use the same correlation ids
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": "hipLaunchKernel",
-                    "pid": cpu,
-                    "tid": cpu,
-                    "ts": t0 + 10,
-                    "dur": 5,
-                    "args": {"correlation": corr},
-                }
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": f"k{rank}",
-                    "pid": gpu,
-                    "tid": 0,
-                    "ts": t0 + 100 + rank,
-                    "dur": 500,
-                    "args": {"device": 2 + rank, "stream": 0, "correlation": corr},
-                }
-            )
-    path = tmp_path / ("named.json" if named else "unnamed.json")
-    path.write_text(json.dumps({"traceEvents": events}))
-    return path
+        for n in (1, 2, 3):
+            corr = n * 10  # both ranks use the same correlation ids
+            events.append(step(n, n * 1000, 900, pid=cpu, tid=cpu))
+            events.append(launch(n * 1000 + 10, corr, pid=cpu, tid=cpu, dur=5, name="hipLaunchKernel"))
+            events.append(kernel(f"k{rank}", n * 1000 + 100 + rank, 500, corr, device=2 + rank, stream=0, pid=gpu))
+    return write_trace(tmp_path / ("named.json" if named else "unnamed.json"), events)
 
 
 def test_named_processes_split_and_unnamed_ones_are_warned_about(tmp_path: Path) -> None:

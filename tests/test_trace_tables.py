@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kineto_events import kernel, launch, step, write_trace
 
 from conftest import EAGER, GRAPH, real
 from kprof.analysis.trace_tables import trace_tables
@@ -88,47 +89,12 @@ def test_a_rank_on_two_gpus_counts_idle_in_device_time(tmp_path: Path) -> None:
 
     from kprof.cli import app
 
-    events = []
+    events = [step(n, n * 1000, 900) for n in (1, 2, 3)]
     for dev in (0, 1):
-        for step in (1, 2, 3):
-            t0, corr = step * 1000, step * 10 + dev
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": f"ProfilerStep#{step}",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": t0,
-                    "dur": 900,
-                }
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": "cudaLaunchKernel",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": t0 + 10 + dev,
-                    "dur": 5,
-                    "args": {"correlation": corr},
-                }
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": "k",
-                    "pid": dev,
-                    "tid": 7,
-                    "ts": t0 + 100,
-                    "dur": 600,
-                    "args": {"device": dev, "stream": 7, "correlation": corr},
-                }
-            )
-    path = tmp_path / "two_gpus.json"
-    path.write_text(json.dumps({"traceEvents": events}))
+        for n in (1, 2, 3):
+            corr = n * 10 + dev
+            events += [launch(n * 1000 + 10 + dev, corr, dur=5), kernel("k", n * 1000 + 100, 600, corr, device=dev)]
+    path = write_trace(tmp_path / "two_gpus.json", events)
     steps = _tables(path).steps
     assert list(steps["devices"]) == [2, 2, 2]
     assert list(steps["busy_us"]) == [1200.0] * 3 and list(steps["span_us"]) == [600.0] * 3
