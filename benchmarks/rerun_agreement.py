@@ -23,7 +23,7 @@ def comparisons(root: Path) -> pd.DataFrame:
     """The run's effect rows that compare a leg with the reference, indexed by (case, leg)."""
     effects = analyse_run(root).effects
     compared = effects[effects["rerun_low_pct"].notna()]
-    columns = ["effect_pct", "ci_low_pct", "ci_high_pct", "rerun_low_pct", "rerun_high_pct"]
+    columns = ["effect_pct", "ci_low_pct", "ci_high_pct", "rerun_low_pct", "rerun_high_pct", "verdict"]
     return compared.set_index(["case", "leg"])[columns]
 
 

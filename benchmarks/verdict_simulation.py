@@ -18,6 +18,7 @@ from kprof.analysis.simulation import (
     Noise,
     scenario_aa_bias,
     scenario_coverage,
+    scenario_gate,
     scenario_lone,
     scenario_mde,
     scenario_rerun,
@@ -30,7 +31,7 @@ NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (22 scenarios)")
+    p.add_argument("--runs", type=int, default=1000, help="runs per scenario (pairs: a quarter of it)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", default="", help="run only the scenarios whose name starts with this")
     a = p.parse_args()
@@ -69,6 +70,19 @@ def main() -> None:
             )
             for name, noise in (("quiet", QUIET), ("noisy", NOISY))
             for p in (1, 2, 4)
+        },
+        # compare's gate on two runs of the same legs: B's machine 0.5% slower, every leg shifted by
+        # each worker process (SD 0.3%, drawn anew per run); one leg 2% slower or none; n // 4 pairs
+        **{
+            f"gate_{name}_shift0.5_between0.3_reg{reg:g}{'_control' if ctl else ''}_p{p}": (
+                lambda noise=noise, reg=reg, ctl=ctl, p=p: scenario_gate(
+                    reg, 0.5, 0.003, noise, 16, n // 4, rng, 1.0, ctl, p
+                )
+            )
+            for name, noise in (("quiet", QUIET), ("noisy", NOISY))
+            for ctl in (None, "ctl")
+            for reg in (0.0, 2.0)
+            for p in (2, 4)
         },
     }
     out = {name: run() for name, run in scenarios.items() if name.startswith(a.only)}

@@ -29,6 +29,8 @@ from kprof.report.console import output_console
 
 GATE_BROKEN, GATE_UNDECIDED = 1, 3
 
+CASE_HELP = "The case of this name; else every case whose name contains this text."
+
 app = typer.Typer(
     name="kprof",
     help="GPU kernel profiling with honest statistics.",
@@ -303,7 +305,7 @@ def run(
         ),
     ] = None,
     preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
-    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
     design: Annotated[
         str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all; with --revisions also bisect.")
     ] = "all",
@@ -514,7 +516,7 @@ def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
 def calibrate(
     workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
     preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
-    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
     target: Annotated[list[str] | None, typer.Option(help="Features of the leg to plant into (default: all).")] = None,
     plant: Annotated[str, typer.Option(help="Planted delays, percent of the leg's time.")] = "0.5,1,2",
     aa_copies: Annotated[int, typer.Option(help="Independent A/A copies.", min=1)] = 3,
@@ -564,7 +566,7 @@ def calibrate(
 def attribute_command(
     target: Annotated[str, typer.Argument(help="A run folder, or a workload to run first (bundled name or .py).")],
     preset: Annotated[str | None, typer.Option(help="Preset when running a workload.")] = None,
-    case: Annotated[str | None, typer.Option(help="Only cases whose name contains this text.")] = None,
+    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
     design: Annotated[str, typer.Option(help="Legs to run: all, add-one, leave-one-out, factorial.")] = "all",
     target_features: Annotated[
         list[str] | None, typer.Option("--target", help="Features of the target leg when running (default: all).")

@@ -222,3 +222,18 @@ def test_an_aa_bias_bounds_the_intervals_instead_of_silencing_the_case() -> None
     assert big["ci_high_pct"] - big["ci_low_pct"] > 2 * 0.9 * (1 + big["effect_pct"] / 100)
     assert small["verdict"] in {"BIASED", "UNRESOLVED"}
     assert rows.loc["A/A", "bias_bound_pct"] == 0.0  # the evidence itself is shown as measured
+
+
+def test_compares_gate_with_a_control_and_four_processes_passes_equal_code_and_catches_two_percent() -> None:
+    """compare's gate on pairs of synthetic runs: B's machine 0.5% slower and every leg shifted by
+    each worker process (SD 0.3%, anew per run). With --control and one buffer set per process the
+    shift cancels and the process shifts average out: equal code passes `slower>1%` and a 2%
+    regression of one leg fails it on that leg; without the control the machine shift makes
+    identical legs fail (the rule has no way to tell a slower machine from slower code)."""
+    rng = np.random.default_rng(7)
+    null = sim.scenario_gate(0.0, 0.5, 0.003, QUIET, 16, 12, rng, 1.0, "ctl", 4)
+    caught = sim.scenario_gate(2.0, 0.5, 0.003, QUIET, 16, 12, rng, 1.0, "ctl", 4)
+    bare = sim.scenario_gate(0.0, 1.5, 0.003, QUIET, 16, 12, rng, 1.0, None, 4)
+    assert null["slower>1%"]["fail"] <= 1 / 12 and null["credibly-slower>1%"]["fail"] == 0, null
+    assert caught["slower>1%"]["caught"] >= 0.9, caught
+    assert bare["slower>1%"]["fail"] >= 0.5, bare

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kprof.analysis.run_effects import leg_effects
+from kprof.analysis.compare import Side, compare_sides, judge, parse_gate
+from kprof.analysis.run_effects import leg_effects, round_statistics
 from kprof.engine.parts import case_parts
 from kprof.run_model import Leg, Role
 
@@ -242,3 +243,46 @@ def scenario_aa_bias(
         "coverage": covered / runs,
         "case_flagged": flagged / runs,
     }
+
+
+def scenario_gate(
+    regression_pct: float,
+    shift_pct: float,
+    between_sigma: float,
+    noise: Noise,
+    rounds: int,
+    pairs: int,
+    rng: np.random.Generator,
+    size_pct: float = 1.0,
+    control: str | None = None,
+    processes: int = 2,
+) -> dict:
+    """compare's gate on pairs of runs A and B of the same legs: in B one leg (``x``) is
+    ``regression_pct`` slower, the whole machine ``shift_pct`` slower, and every leg shifted by what
+    each of its ``processes`` worker processes adds (SD ``between_sigma``, drawn anew per run: the
+    between-run component). Per rule, the share of pairs that fail (exit 1), that cannot decide
+    (exit 3), and, with a regression, that fail on ``x`` itself (detection)."""
+    nulls = {f"n{i}": 0.0 for i in range(3)} | {"ctl": 0.0}
+    rules = {rule: parse_gate(rule) for rule in (f"slower>{size_pct:g}%", f"credibly-slower>{size_pct:g}%")}
+    tally = {rule: {"fail": 0, "undecided": 0, "caught": 0} for rule in rules}
+
+    def side(effects: dict[str, float], shift: float, label: str) -> Side:
+        where = placed(effects, 0.0, rng, between_sigma, processes)
+        samples = samples_for(effects, noise, rounds, rng, placement=where)
+        samples["time_ns"] *= 1 + shift / 100
+        return Side(label, "run", run_rounds=round_statistics(samples))
+
+    for _ in range(pairs):
+        a = side(nulls | {"x": 0.0}, 0.0, "A")
+        b = side(nulls | {"x": -regression_pct / (1 + regression_pct / 100)}, shift_pct, "B")
+        comparison = compare_sides(a, b, 0.5, control)
+        for rule, gate in rules.items():
+            result = judge(comparison, gate)
+            tally[rule]["fail"] += bool(result.broken)
+            tally[rule]["undecided"] += bool(not result.broken and result.undecided)
+            tally[rule]["caught"] += any(line.startswith("x:") for line in result.broken)
+    out = {rule: {k: v / pairs for k, v in t.items()} for rule, t in tally.items()}
+    if not regression_pct:
+        for t in out.values():
+            t.pop("caught")
+    return out
