@@ -6,7 +6,9 @@ renders (``kprof.report.table.render``). Bad input is one line on stderr and exi
 
 Exit codes: 0 done; 1 ``compare --fail-on`` found a row that breaks the rule; 2 bad input (one
 line naming the file or argument); 3 ``compare --fail-on`` cannot decide (rows without a verdict
-or interval that may break it); 130 interrupted (the resume command is printed).
+or interval that may break it); 4 a run (``run``, ``calibrate``, ``attribute`` of a workload) is
+incomplete: a case failed or did not finish, or a leg killed its worker (each named; everything
+measured stored and reported); 130 interrupted (the resume command is printed).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from kprof import __version__
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
 
-GATE_BROKEN, GATE_UNDECIDED = 1, 3
+GATE_BROKEN, GATE_UNDECIDED, INCOMPLETE = 1, 3, 4
 
 CASE_HELP = "The case of this name; else every case whose name contains this text."
 
@@ -79,7 +81,8 @@ TimerOption = Annotated[
 
 
 def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
-    """Bad input (KprofInputError) becomes ``kprof: error: WHERE: PROBLEM`` on stderr and exit 2."""
+    """Bad input (KprofInputError) becomes ``kprof: error: WHERE: PROBLEM`` on stderr and exit 2 (4
+    for a run whose every case failed: kprof.errors.RunIncomplete)."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -87,7 +90,7 @@ def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
             command(*args, **kwargs)
         except KprofInputError as e:
             typer.echo(f"kprof: error: {e}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(e.exit_code) from None
 
     return wrapper
 
@@ -231,10 +234,11 @@ def _say(err: Any) -> Callable[[dict[str, Any]], None]:
     return on_event
 
 
-def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False) -> None:
+def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False) -> list[Any]:
     """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
-    logs), then render the report. Ctrl-C keeps every finished round and says how to resume. A
-    ``fresh`` folder refused before its first round is removed (kprof.commands.run.run_and_analyse)."""
+    logs), then render the report; what the run did not measure (kprof.run_model.Missing). Ctrl-C
+    keeps every finished round and says how to resume. A ``fresh`` folder refused before its first
+    round is removed (kprof.commands.run.run_and_analyse)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.run import run_and_analyse, total_rounds
@@ -283,6 +287,19 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool 
     err.print(f"run stored in {folder.root}")
     if not quiet:
         _write(run_document(report), fmt)
+    return report.run.missing()
+
+
+def _fail_if_incomplete(missing: list[Any]) -> None:
+    """A run with a case that failed or did not finish, or a leg that killed its worker, exits
+    INCOMPLETE, naming them (legs refused on purpose are findings the report states)."""
+    failed = [m for m in missing if not m.refused]
+    if not failed:
+        return
+    named = [m.case + (f" · {m.leg}" if m.leg else "") for m in failed]
+    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+    typer.echo(f"kprof: the run is incomplete, not measured: {'; '.join(named[:5])}{more}", err=True)
+    raise typer.Exit(INCOMPLETE)
 
 
 def _floats(text: str | None, option: str) -> list[float]:
@@ -445,7 +462,7 @@ def run(
     path_list = [p.strip() for text in paths or [] for p in text.split(",") if p.strip()]
     say = _say(output_console(stderr=True))
     if resume:
-        _execute_and_report(resume_folder(out), fmt)
+        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt))
         return
     # What whole programs and workloads are both asked: the protocol and the revisions.
     common: dict[str, Any] = dict(
@@ -501,7 +518,7 @@ def run(
     if design == "bisect":
         _bisect(request, out, fmt)
         return
-    _execute_and_report(start(request, out, say), fmt, fresh=True)
+    _fail_if_incomplete(_execute_and_report(start(request, out, say), fmt, fresh=True))
 
 
 def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
@@ -558,7 +575,7 @@ def calibrate(
         aa_copies=aa_copies,
         argv=sys.argv[1:],
     )
-    _execute_and_report(start(request, out), fmt)
+    _fail_if_incomplete(_execute_and_report(start(request, out), fmt))
 
 
 @app.command("attribute")
@@ -610,13 +627,16 @@ def attribute_command(
             argv=sys.argv[1:],
         )
         folder = start(request, out)
-        _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
+        missing = _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
         root = folder.root
+    else:
+        missing = []  # attributing a stored folder reads it; its report names what it lacks
     result = attribute(root, threshold)
     if fmt.value == "html":
         sys.stdout.write(render_html(result))
     else:
         _write(attribution_document(result), fmt)
+    _fail_if_incomplete(missing)
 
 
 @app.command("compare")
@@ -685,6 +705,7 @@ def report(
 
 
 @app.command()
+@one_line_errors
 def cache(
     clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,
 ) -> None:

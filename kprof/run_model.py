@@ -177,6 +177,24 @@ class BenchmarkRecord:
     in_tree: str = ""
 
 
+@dataclass(frozen=True)
+class Missing:
+    """A case (``leg`` empty) or one leg of a case that the run did not measure, and why (no reason:
+    the case has not finished). ``refused``: kprof left the leg out on purpose (its outputs differ,
+    it does not compile, its revision cannot be made) — a finding, where the rest are failures."""
+
+    case: str
+    leg: str
+    reason: str
+    refused: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.leg:
+            return f"{self.case} · {self.leg} not timed: {self.reason}"
+        return f"case {self.case} failed: {self.reason}" if self.reason else f"case {self.case} has not finished"
+
+
 @dataclass
 class CaseStatus:
     """How far a case got. ``status`` is empty while it runs, ``done`` or ``failed`` at the end."""
@@ -185,7 +203,8 @@ class CaseStatus:
     reason: str = ""
     samples: int | None = None
     failed: dict[str, str] = field(default_factory=dict)  # leg → why it was not timed
-    crashed_legs: list[str] = field(default_factory=list)  # legs that took their worker down
+    crashed_legs: list[str] = field(default_factory=list)  # legs that took their worker down (twice)
+    deaths: list[dict[str, Any]] = field(default_factory=list)  # each worker death: step, leg, reason, signal
     no_op_legs: list[str] = field(default_factory=list)  # legs that launch exactly what the baseline does
     legs_timed: list[str] = field(default_factory=list)
     baseline_warmup_ns: float | None = None
@@ -289,6 +308,23 @@ class Run:
 
     def status(self, case: str) -> CaseStatus:
         return self.case_status.setdefault(case, CaseStatus())
+
+    def missing(self) -> list[Missing]:
+        """What the plan holds and the folder does not: cases that failed or have not finished, legs
+        not timed (a correctness refusal, a revision that cannot run, a leg that killed its worker)."""
+        out = []
+        for case in self.case_names:
+            status = self.status(case)
+            if status.status != "done":
+                failed = status.status == "failed"
+                out.append(Missing(case, "", (status.reason or "no reason kept") if failed else ""))
+                continue
+            out += [Missing(case, leg, reason, refused=True) for leg, reason in status.failed.items()]
+            out += [
+                Missing(case, leg, f"its worker died twice: {status.extra.get(f'crash:{leg}', 'no reason kept')}")
+                for leg in status.crashed_legs
+            ]
+        return out
 
     @property
     def device_timed(self) -> bool:
@@ -422,7 +458,7 @@ class Run:
             )
         except KprofInputError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
         if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:
             raise KprofInputError(where, "a run needs exactly one leg with the baseline role")
@@ -434,6 +470,8 @@ class Run:
             raw = json.loads(text)
         except json.JSONDecodeError as e:
             raise KprofInputError(where, f"is not valid JSON ({e})") from None
+        except RecursionError:
+            raise KprofInputError(where, "nests values too deeply to be a kprof run description") from None
         return cls.from_record(raw, where)
 
     def updated(self, **changes: Any) -> Run:

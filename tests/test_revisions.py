@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,45 @@ def test_trees_are_made_in_the_cache_and_conflicts_are_refused(history) -> None:
     assert refused.path is None and "conflict in wl.py" in refused.refused and shas["note2"] in refused.refused
     # the user's working tree and branch are untouched
     assert (repo / "wl.py").read_text() == before and _git(repo, "status", "--porcelain") == ""
+
+
+def test_cache_clean_is_refused_while_a_run_uses_the_cache(history) -> None:
+    """A run holds the cache while it builds or times its trees: a clean would delete them under it
+    (both crashed, and a prunable worktree was left, before the lock)."""
+    from kprof.revisions.trees import cache_in_use, cache_root
+
+    repo, shas = history
+    r = Repo(repo)
+    made = materialise(r, TreeSpec(r.resolve(shas["base"])))
+    assert made.path is not None
+    with cache_in_use():
+        res = runner.invoke(app, ["cache", "--clean"])
+        assert res.exit_code == 2
+        assert (
+            res.stderr
+            == f"kprof: error: {cache_root() / 'trees'}: is in use by a kprof run; clean it when the run has ended\n"
+        )
+        assert made.path.is_dir()
+    res = runner.invoke(app, ["cache", "--clean"])
+    assert res.exit_code == 0 and res.stdout.startswith("removed 1 cached trees")
+    assert not made.path.exists() and str(made.path) not in _git(repo, "worktree", "list")
+
+
+def test_a_run_resumed_after_a_cache_clean_makes_its_trees_again(history, tmp_path: Path) -> None:
+    from kprof.commands.run import start
+    from kprof.engine.request import RunRequest
+    from kprof.revisions.trees import clean
+
+    repo, shas = history
+    request = RunRequest(workload=str(repo / "wl.py"), preset="smoke", rounds=6, samples=1, device="cpu")
+    folder = start(replace(request, revs=[shas["base"], shas["double"]], in_tree=True), tmp_path / "run")
+    trees = [t.path for t in folder.read_run().revisions.values()]
+    assert clean() and not any(Path(t).exists() for t in trees if t)  # as if cleaned while interrupted
+    res = runner.invoke(app, ["run", "--out", str(folder.root), "--resume", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert "made the tree of" in res.stderr
+    assert {row["rounds"] for row in json.loads(res.stdout)["legs"] if row["verdict"] != "REFERENCE"} == {6}
+    assert all((Path(t.path) / ".kprof-tree.json").is_file() for t in folder.read_run().revisions.values() if t.path)
 
 
 # The workload file is the code the commits change, so these runs take each revision's own copy of

@@ -15,7 +15,7 @@ from fake_runs import forget_rounds
 from typer.testing import CliRunner
 
 from conftest import DEVICE, HAS_GPU
-from kprof.cli import app
+from kprof.cli import INCOMPLETE, app
 from kprof.store.run_folder import RunFolder as RunStore
 
 runner = CliRunner()
@@ -334,7 +334,10 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
         ],
         catch_exceptions=False,
     )
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == INCOMPLETE, res.output  # the run goes on, and says what it lost
+    assert (
+        res.stderr.strip().splitlines()[-1] == "kprof: the run is incomplete, not measured: n4096 · all; n4096 · crash"
+    )
     legs = {row["leg"] for row in json.loads(res.stdout)["legs"]}
     assert {"baseline", "double_buffer", "baseline (A/A)"} <= legs
     assert not any("crash" in leg for leg in legs)  # the crashing legs lost only themselves
@@ -348,13 +351,14 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
 
 def test_a_baseline_that_fails_the_reference_check_says_so_in_one_line(tmp_path: Path) -> None:
     """The workload's own float64 reference disagrees with its baseline: the case fails with the leg,
-    the output and the size of the error, and the command ends in one line, exit 2."""
+    the output and the size of the error, and the command ends in one line, exit 4 (nothing of the
+    plan was measured)."""
     path = tmp_path / "wrong_reference.py"
     path.write_text(USER_WORKLOAD.replace('state["x"].double() * 2', 'state["x"].double() * 3'))
     out = tmp_path / "wrong"
     args = ["--device", "cpu", "--preset", "smoke", "--rounds", "6", "--samples", "2", "--out", str(out)]
     res = runner.invoke(app, ["run", str(path), "--design", "endpoints", "--target", "double_buffer", *args])
-    assert res.exit_code == 2
+    assert res.exit_code == INCOMPLETE
     last = res.output.strip().splitlines()[-1]
     assert last.startswith(f"kprof: error: {out}: holds no finished round: 1 case(s) failed")
     assert "the baseline leg 'baseline' failed its check" in last

@@ -86,3 +86,32 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
 def test_fuzz_count(capsys) -> None:
     """Says how many damaged folders the fuzz test tried (it runs first in this file)."""
     report_fuzz_count(capsys, "run-folder", TRIED, 40)
+
+
+@pytest.mark.parametrize("kept", [0, 1, 2, 5])
+def test_a_run_stopped_after_any_round_reports_what_it_has_or_says_it_has_nothing(tmp_path: Path, kept: int) -> None:
+    """Both cases killed after their burn-in round (0) or after a few timed rounds: every command
+    reports the rounds there are and names the unfinished cases, or says in one line that nothing is
+    timed yet (report and attribute once crashed there with KeyError 'case' / 'design')."""
+    from fake_runs import forget_rounds
+
+    from kprof.store.run_folder import RunFolder
+
+    folder = tmp_path / "run"
+    legs = design_legs(("a", "b"), "endpoints")
+    run = write_run(folder, legs, lambda leg, case: -0.05 * len(leg.features), cases=("c", "d"), rounds=8)
+    run.compact()
+    forget_rounds(folder, set(range(kept + 1, 9)))
+    run.update_case("c", status="")
+    run.update_case("d", status="")
+    for args in (["report", str(folder)], ["attribute", str(folder)], ["compare", str(folder), str(folder)]):
+        res = runner.invoke(app, [*args, "--format", "json"])
+        if kept == 0:
+            assert res.exit_code == 2 and res.stderr == f"kprof: error: {folder}: holds no finished round yet\n"
+            continue
+        assert res.exit_code == 0, (args, res.output)
+        if args[0] == "report":
+            doc = json.loads(res.stdout)
+            assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {kept}
+            assert doc["missing"] == [{"case": c, "leg": "", "reason": "", "refused": False} for c in ("c", "d")]
+    assert RunFolder(folder).read_run().missing()[0].text == "case c has not finished"

@@ -52,12 +52,19 @@ def no_rounds_message(run: Run) -> str:
     return "holds no finished round yet"
 
 
+def reported_samples(folder: RunFolder, run: Run, skip_damaged: bool = False) -> pd.DataFrame:
+    """The samples a report reads (failed legs left out), or a one-line error when no round past
+    the burn-in (which is never reported) is stored: a run stopped that early has nothing to say."""
+    samples = without_failed_legs(folder.read("samples", skip_damaged=skip_damaged), run)
+    if samples.empty or samples["burn_in"].astype(bool).all():
+        raise KprofInputError(folder.root, no_rounds_message(run))
+    return samples
+
+
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     folder = RunFolder(root)
     run = folder.read_run()
-    samples = without_failed_legs(folder.read("samples", skip_damaged=True), run)
-    if samples.empty:
-        raise KprofInputError(root, no_rounds_message(run))
+    samples = reported_samples(folder, run, skip_damaged=True)
     if run.kind == "program":
         cases = samples["case"].astype(str)
         samples = samples.assign(case=cases.map(kernel_case_labels(cases.unique())))
@@ -85,9 +92,17 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         calibration_table(samples, effects, run.legs),
         sign_rule(samples, run.legs),
         kernel_effects,
-        [f"skipped a damaged part: {s}" for s in folder.skipped],
+        damage_warnings(folder),
         gpu_spread(samples, run, threshold),
     )
+
+
+def damage_warnings(folder: RunFolder) -> list[str]:
+    """What the report left out: every damaged or stray file of the folder's tables, the ones it
+    does not read itself (rounds, launches) included."""
+    for table in ("rounds", "launches"):
+        folder.read(table, skip_damaged=True)
+    return [f"skipped a damaged part: {s}" for s in dict.fromkeys(folder.skipped)]
 
 
 def without_failed_legs(samples: pd.DataFrame, run: Run) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kprof.analysis.compare import Comparison, GateResult, Side, compare_sides, judge, parse_gate
-from kprof.analysis.run_analysis import no_rounds_message, without_failed_legs
+from kprof.analysis.run_analysis import reported_samples
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
 from kprof.errors import KprofInputError
@@ -46,9 +46,7 @@ def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
         folder = RunFolder(path)
         run = folder.read_run()
-        samples = without_failed_legs(folder.read("samples"), run)
-        if samples.empty:
-            raise KprofInputError(path, no_rounds_message(run))
+        samples = reported_samples(folder, run)
         return Side(str(path), "run", run_rounds=round_statistics(samples))
     if not path.exists():
         raise KprofInputError(path, "no such file or folder")

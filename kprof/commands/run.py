@@ -14,7 +14,7 @@ from kprof.engine.events import Event
 from kprof.engine.parent import execute
 from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
-from kprof.errors import KprofInputError
+from kprof.errors import KprofInputError, RunIncomplete
 from kprof.revisions.bisect import Bisect
 from kprof.store.run_folder import RunFolder
 
@@ -51,7 +51,12 @@ def run_and_analyse(
         if fresh and not folder.finished_rounds(0):
             shutil.rmtree(folder.root, ignore_errors=True)
         raise
-    return analyse_run(folder.root)
+    try:
+        return analyse_run(folder.root)
+    except KprofInputError as e:  # nothing to report: when cases failed, an incomplete run (exit 4)
+        if folder.read_run().missing():
+            raise RunIncomplete(e.where, e.problem) from None
+        raise
 
 
 def total_rounds(folder: RunFolder) -> int:

@@ -15,12 +15,14 @@ relation API, never spelled into SQL, so a file's name cannot inject a statement
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.store.run_folder import is_run_folder
+from kprof.store.run_folder import PART_COLUMN, RunFolder, is_run_folder
 from kprof.store.run_tables import TABLES as RUN_TABLES
 from kprof.store.trace_folder import PARTITIONED
 
@@ -29,19 +31,44 @@ MEMORY_LIMIT = "4GB"
 READ_ONLY = {"SELECT", "EXPLAIN"}  # duckdb.StatementType names a query may hold
 
 
-def folder_tables(folder: Path) -> dict[str, tuple[list[str], dict[str, bool]]]:
+@dataclass(frozen=True)
+class RunTable:
+    """A run folder's table as kprof reads it: the compacted file less the rows of every part
+    written since, and those parts (never a stray copy of a part, whose rows would count twice)."""
+
+    compact: Path | None
+    parts: list[Path]
+
+    def relation(self, con: Any) -> Any:
+        from duckdb import ColumnExpression, ConstantExpression
+
+        written = self.parts and con.read_parquet([str(p) for p in self.parts], union_by_name=True)
+        if self.compact is None:
+            return written
+        kept = con.read_parquet(str(self.compact))
+        if self.parts:
+            stems = [ConstantExpression(p.stem) for p in self.parts]
+            kept = kept.filter(~ColumnExpression(PART_COLUMN).isin(*stems))
+        columns = [c for c in kept.columns if c != PART_COLUMN and (not written or c in written.columns)]
+        kept = kept.select(*map(ColumnExpression, columns))
+        return kept.union(written.select(*map(ColumnExpression, columns))) if written else kept
+
+
+def folder_tables(folder: Path) -> dict[str, tuple[list[str], dict[str, bool]] | RunTable]:
     """Each table the folder holds, by its documented name: the parquet files (a glob) DuckDB reads
-    and how (hive partitions, columns unioned by name)."""
+    and how (hive partitions), or a run folder's table."""
     if not folder.is_dir():
         raise KprofInputError(folder, "is not a folder (give a `kprof trace --save` folder or a run folder)")
-    tables: dict[str, tuple[list[str], dict[str, bool]]] = {}
+    tables: dict[str, tuple[list[str], dict[str, bool]] | RunTable] = {}
     for name in PARTITIONED:  # trace folder: hive-partitioned datasets
         if (folder / name).is_dir():
             tables[name] = ([str(folder / name / "**" / "*.parquet")], {"hive_partitioning": True})
     if is_run_folder(folder):
+        run = RunFolder(folder)
         for name in RUN_TABLES:  # run folder: a compacted file and the parts written since
-            if any((folder / name).glob("*.parquet")):
-                tables[name] = ([str(folder / name / "*.parquet")], {"union_by_name": True})
+            compact, parts = run.table_files(name)
+            if compact is not None or parts:
+                tables[name] = RunTable(compact, parts)
     for file in sorted(folder.glob("*.parquet")):  # small result tables of a saved trace folder
         tables.setdefault(file.stem, ([str(file)], {}))
     if not tables:
@@ -66,8 +93,9 @@ def run_sql(query: str, folder: Path) -> tuple[pd.DataFrame, list[str], bool]:
         con.execute("SET allowed_directories = $dirs", {"dirs": [str(folder) + "/"]})
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
-        for name, (files, how) in tables.items():
-            con.read_parquet(files, **how).create_view(name)
+        for name, where in tables.items():
+            relation = where.relation(con) if isinstance(where, RunTable) else con.read_parquet(where[0], **where[1])
+            relation.create_view(name)
         statements = con.extract_statements(query)
         kinds = {str(st.type).rsplit(".", 1)[-1] for st in statements}
         if not kinds <= READ_ONLY:

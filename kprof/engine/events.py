@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 Event = dict[str, Any]
+RESTARTED = "started again"  # the outcome of a worker's first death at one step and leg
 
 PHASES = {
     "tree_setup": "building its tree (--setup)",
@@ -26,6 +27,13 @@ def phase(event: Event) -> str:
     return f"{where}: {what}" + (f" · {leg}" if leg and event.get("step") in ("check", "capture") else "")
 
 
+def death_sentence(death: Event) -> str:
+    """A worker that died once and was started again (an event, or a death a case's status keeps)."""
+    step, leg = str(death.get("step", "")), death.get("leg")
+    at = PHASES.get(step, step) + (f" · {leg}" if leg else "")
+    return f"{death.get('case')}: its worker died at {at} ({death.get('reason')}) and was started again"
+
+
 def sentence(event: Event) -> str | None:
     """What to tell the user about an event (None: progress only, nothing to print)."""
     kind = event.get("event")
@@ -38,8 +46,10 @@ def sentence(event: Event) -> str | None:
         return f"note: {event.get('text')}"
     if kind == "revision_refused":
         return f"{where}: cannot be run, left out of every round: {event.get('reason')}"
+    if kind == "worker_died":
+        return death_sentence(event)
     if kind == "leg_crashed":
-        return f"{where}: its worker died ({event.get('reason')}); the case goes on without it"
+        return f"{where}: its worker died twice ({event.get('reason')}); the case goes on without it"
     if kind == "case_failed":
         return f"{case}: the case failed: {event.get('reason')}"
     if kind == "race":

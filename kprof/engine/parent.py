@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
-from kprof.engine.events import Event
+from kprof.engine.events import RESTARTED, Event
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
 from kprof.engine.parts import case_parts
@@ -21,8 +23,10 @@ from kprof.revisions.benchmark import check_unchanged
 from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
-MAX_RESTARTS = 4
-SETUP_STEPS = ("check", "capture")  # a worker that dies here is blamed on the leg it was on
+MAX_WORKERS = 10  # worker processes per part of a case: each leg it drops costs two
+SETUP_STEPS = ("check", "capture")  # a worker that dies twice here is blamed on the leg it was on
+CASE_FAILED_STEP = "failed"  # the worker decided the case cannot be timed (kprof.engine.worker): no retry
+OUTSIDE_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT})  # a user, the OOM killer
 
 
 def worker_env(device: str) -> dict[str, str]:
@@ -36,8 +40,15 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Run every case not done yet (a failed one is tried again); a worker that dies loses only the
     leg it was running. One kprof process at a time per folder (an OS lock). When the executor
     returns, the folder's parts are compacted (an interrupted run keeps its parts as they are)."""
-    with folder.lock():
+    with folder.lock(), ExitStack() as held:
         run = folder.read_run()
+        if run.revisions:  # its trees stay in the cache while it runs; any cleaned away are made again
+            from kprof.revisions.plan import restore_trees
+            from kprof.revisions.trees import cache_in_use
+
+            held.enter_context(cache_in_use())
+            restore_trees(folder, on_event)
+            run = folder.read_run()
         if run.kind == "program":
             from kprof.engine.program import execute_program
 
@@ -113,7 +124,7 @@ def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None],
 def _execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Every unfinished case in its own worker process, pinned to its GPU when sharded."""
     run = folder.read_run()
-    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+    pending = folder.unfinished_cases(run)
 
     def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
         run_case_workers(folder, index, pinned_env(worker_env(run.device), gpu, run.device), events, live)
@@ -129,7 +140,7 @@ def run_case_workers(
     live: Workers,
 ) -> None:
     """One case to its end: its processes one after another (kprof.engine.parts), each restarted
-    without a leg that killed it (at most MAX_RESTARTS times)."""
+    without a leg that killed it twice (kprof.engine.parent._run_part)."""
     run = folder.read_run()
     case, baseline = run.case_names[index], run.baseline.name
     status = run.status(case)
@@ -144,6 +155,16 @@ def run_case_workers(
             return
 
 
+def death_reason(code: int, log: Path) -> str:
+    """Why a worker ended: the signal that killed it, else the last line it wrote."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return last_line(log, f"worker exited with code {code}")
+
+
 def _run_part(
     folder: RunFolder,
     index: int,
@@ -155,8 +176,13 @@ def _run_part(
     baseline: str,
     case: str,
 ) -> bool:
-    """One process of a case, restarted without a leg that killed it; whether the case goes on."""
-    for _ in range(MAX_RESTARTS + 1):
+    """One process of a case; whether the case goes on. A worker that dies is started again once:
+    once may be the machine (a kill from outside, the OOM killer). Twice at the same step and leg, a
+    crash of the leg's own (an exit, a segfault) at its check or capture drops the leg; anything else
+    fails the case, which ``--resume`` tries again, every leg included (a leg is never blamed for
+    signals a user or the OOM killer sends)."""
+    deaths: dict[tuple[str, str], int] = {}
+    for _ in range(MAX_WORKERS):
         code, reason = _worker(folder, index, skip, part, env, on_event, live)
         if live.stopped:  # the run was interrupted, nothing is to blame
             return False
@@ -164,16 +190,41 @@ def _run_part(
             return True
         progress = folder.root / f".progress-c{index:03d}.json"
         where = json.loads(progress.read_text()) if progress.exists() else {}
-        leg = where.get("leg")
-        if where.get("step") in SETUP_STEPS and leg and leg != baseline:
+        step, leg = str(where.get("step", "start")), str(where.get("leg") or "")
+        deaths[step, leg] = deaths.get((step, leg), 0) + 1
+        if step == CASE_FAILED_STEP:  # the worker said why, in its last line
+            return _fail_case(folder, case, reason, on_event)
+        twice = deaths[step, leg] >= 2
+        outside = code < 0 and -code in OUTSIDE_SIGNALS
+        blame = twice and not outside and step in SETUP_STEPS and bool(leg) and leg != baseline
+        outcome = RESTARTED if not twice else f"{leg} is left out of the case" if blame else "the case failed"
+        _record_death(folder, case, part, step, leg, code, reason, outcome)
+        if not twice:
+            on_event({"event": "worker_died", "case": case, "leg": leg, "step": step, "reason": reason})
+        elif blame:
             skip.append(leg)
             folder.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
             on_event({"event": "leg_crashed", "case": case, "leg": leg, "reason": reason})
-            continue
-        folder.update_case(case, status="failed", reason=f"{where.get('step', 'start')}: {reason}")
-        on_event({"event": "case_failed", "case": case, "reason": reason})
-        return False
+        else:
+            at = f"{step} · {leg}" if leg else step
+            return _fail_case(folder, case, f"its worker died twice at {at}: {reason}", on_event)
+    return _fail_case(folder, case, f"its worker died {MAX_WORKERS} times", on_event)
+
+
+def _fail_case(folder: RunFolder, case: str, reason: str, on_event: Callable[[Event], None]) -> bool:
+    folder.update_case(case, status="failed", reason=reason)
+    on_event({"event": "case_failed", "case": case, "reason": reason})
     return False
+
+
+def _record_death(
+    folder: RunFolder, case: str, part: int, step: str, leg: str, code: int, reason: str, outcome: str
+) -> None:
+    """Each worker death in the case's status: what the report warns about, and what resume reads."""
+    death = {"part": part, "step": step, "leg": leg, "reason": reason, "outcome": outcome}
+    if code < 0:
+        death["signal"] = -code
+    folder.update_case(case, deaths=[*folder.read_run().status(case).deaths, death])
 
 
 def _worker(
@@ -206,7 +257,7 @@ def _worker(
             raise
         finally:
             live.procs.discard(proc)
-    return code, last_line(log, "worker exited")
+    return code, death_reason(code, log)
 
 
 def last_line(log: Path, default: str) -> str:
@@ -232,7 +283,7 @@ def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None
     run = folder.read_run()
     if run.benchmark is not None and not run.benchmark.in_tree:
         check_unchanged(run.benchmark)
-    pending = [i for i, case in enumerate(run.case_names) if run.status(case).status != "done"]
+    pending = folder.unfinished_cases(run)
     if pending:
         say_refused(run, on_event)
 

@@ -101,11 +101,7 @@ def execute_ray(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             raise KprofInputError("--ray", f"cannot reach a Ray cluster at {run.ray!r}: {e}") from None
     task = ray.remote(num_cpus=1, num_gpus=0 if run.device == "cpu" else 1, max_retries=0)(run_case_in_copy)
     meta = _unmeasured(folder)
-    pending = {
-        task.remote(meta, index, case_files(folder.root, index)): index
-        for index, case in enumerate(run.case_names)
-        if run.status(case).status != "done"
-    }
+    pending = {task.remote(meta, i, case_files(folder.root, i)): i for i in folder.unfinished_cases(run)}
     try:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

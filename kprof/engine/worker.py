@@ -20,6 +20,7 @@ from kprof.engine.context import CaseContext
 from kprof.engine.gate import run_gate
 from kprof.engine.gpus import own_gpu, record_device
 from kprof.engine.lifeline import die_with_parent
+from kprof.engine.parent import CASE_FAILED_STEP
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.store.run_folder import RunFolder
@@ -85,6 +86,8 @@ def main() -> None:
     try:
         run_case(root, case_index, skip, part)
     except CaseFailed as e:
+        progress = root / f".progress-c{case_index:03d}.json"  # a decision, not a death: not retried
+        progress.write_text(json.dumps({"step": CASE_FAILED_STEP}))
         print(e, file=sys.stderr)  # the parent records the last line as the case's reason
         sys.exit(3)
 

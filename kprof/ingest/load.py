@@ -34,11 +34,16 @@ def load_traces(
             loaded = fmt.load(p, LoadOptions(rank=rank, recover=recover, on_progress=on_progress))
         except (pa.ArrowInvalid, OverflowError) as e:
             raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
+        except UnicodeDecodeError as e:  # an SQLite column holding bytes (a BLOB) where text or numbers belong
+            raise KprofInputError(path, f"holds a value that is neither a number nor UTF-8 text ({e.reason})") from None
+        except RecursionError:
+            raise KprofInputError(path, "nests values deeper than kprof's decoder reads") from None
         except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas' SQL reader wraps sqlite3's errors
             cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
             raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None
     traces = loaded if isinstance(loaded, list) else [loaded]
     for trace in traces:
+        keep_possible_times(trace)
         trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
         assign_ranges(trace, step_pattern)
     return traces
@@ -59,3 +64,24 @@ def load_trace(
         ranks = ", ".join(str(t.meta["rank"]) for t in traces)
         raise KprofInputError(path, f"holds {len(traces)} ranks ({ranks}) in one file: {purpose}")
     return traces[0]
+
+
+def keep_possible_times(trace: Trace) -> None:
+    """Activities no clock can have recorded are never counted, in any format, and each kind is
+    warned about: a negative start (device clocks and session timelines count up from zero; one such
+    kernel once made a 3.1-second kernel mean) is left out; an end before the start is a zero-length
+    activity at its start (an interval that runs backwards subtracted from GPU busy: 961% busy)."""
+    events = trace.events
+    if len(events) == 0:
+        return
+    start = events["start_ns"].to_numpy("int64")
+    negative = start < 0
+    if negative.any():
+        trace.warnings.append(f"{int(negative.sum())} activities with a negative start time left out")
+        events = events[~negative].reset_index(drop=True)
+    backwards = events["end_ns"].to_numpy("int64") < events["start_ns"].to_numpy("int64")
+    if backwards.any():
+        trace.warnings.append(f"{int(backwards.sum())} activities end before they start: counted as 0 µs")
+        events.loc[backwards, "end_ns"] = events.loc[backwards, "start_ns"]
+        events.loc[backwards, "dur_ns"] = 0
+    trace.events = events

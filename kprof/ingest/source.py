@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from kprof.errors import KprofInputError
+from kprof.errors import KprofInputError, checked_file
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -19,13 +19,8 @@ SNIFF_BYTES = 1 << 16
 
 
 def check_file(path: Path) -> None:
-    """Fail with one line when ``path`` is not a readable, non-empty file."""
-    if not path.exists():
-        raise KprofInputError(path, "no such file")
-    if path.is_dir():
-        raise KprofInputError(path, "is a directory, not a trace file")
-    if path.stat().st_size == 0:
-        raise KprofInputError(path, "empty file")
+    """Fail with one line when ``path`` is not a readable, non-empty regular file."""
+    checked_file(path, "trace file")
 
 
 def is_gzip(path: Path) -> bool:

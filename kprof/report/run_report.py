@@ -11,6 +11,7 @@ import pandas as pd
 
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import NO_BASELINE, CaseSummary
+from kprof.engine.events import RESTARTED, death_sentence
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.revisions.git import cut_words
 from kprof.run_model import Role, Run
@@ -149,12 +150,14 @@ def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
 
 
 def status_lines(run: Run) -> list[tuple[str, str]]:
-    """(text, style): failures are errors; legs that launch what the baseline launches are warnings."""
-    lines = []
+    """(text, style): what was not measured is an error; a worker started again after it died, a
+    process of a whole program that failed in one round, and legs that launch what the baseline
+    launches are warnings."""
+    lines = [(m.text, "error") for m in run.missing()]
     for case, status in run.case_status.items():
-        if status.status == "failed":
-            lines.append((f"case {case} failed: {status.reason}", "error"))
-        lines += [(f"{case} · {leg} not timed: {reason}", "error") for leg, reason in status.failed.items()]
+        lines += [(death_sentence({**d, "case": case}), "warning") for d in status.deaths if d["outcome"] == RESTARTED]
+        failures = status.extra.get("failures", {})  # a whole program's process that failed in one round
+        lines += [(f"{case} · {where}: failed: {why}", "warning") for where, why in failures.items()]
         lines += [
             (
                 f"{case} · {leg}: launches exactly what the baseline launches (its features change nothing here)",
@@ -340,7 +343,8 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "calibration": records(report.calibration),
         "gpu_spread": records(report.gpu_spread),
         "case_status": {k: v.record() for k, v in run.case_status.items()},
-        "warnings": report.warnings,
+        "missing": [asdict(m) for m in run.missing()],
+        "warnings": [*(text for text, style in status_lines(run) if style == "warning"), *report.warnings],
         **revision_json(run),
     }
 

@@ -16,8 +16,9 @@ from kprof.revisions.benchmark import differs_in_trees
 from kprof.revisions.design import listed_legs, range_legs
 from kprof.revisions.git import Commit, CommitRange, Repo
 from kprof.revisions.tree_setup import refusal, run_setup
-from kprof.revisions.trees import TreeSpec, materialise
+from kprof.revisions.trees import OK_MARK, TreeSpec, materialise
 from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionTree
+from kprof.store.run_folder import RunFolder
 
 
 def find_repo(repo: str | None, workload: str | None) -> Repo:
@@ -133,3 +134,22 @@ def _tree(repo: Repo, spec: TreeSpec, setup: str, name: str, on_event: Callable[
 
 def commit_records(commits: list[Commit]) -> list[dict[str, object]]:
     return [asdict(c) | {"parents": list(c.parents), "short": c.short} for c in commits]
+
+
+def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Make again the trees of a run's revisions that are gone from the cache (``kprof cache --clean``,
+    another KPROF_CACHE) before it is resumed: the same commits, the same --setup. A copy of the
+    uncommitted working tree cannot be made again as it was: a one-line refusal."""
+    run = folder.read_run()
+    lost = {key: t for key, t in run.revisions.items() if t.path and not (Path(t.path) / OK_MARK).is_file()}
+    if not lost:
+        return
+    repo = Repo(Path(run.repo or "."))
+    for key, old in lost.items():
+        if old.worktree:
+            gone = f"the tree of {key} (a copy of the working tree as it was then) is gone from the cache"
+            raise KprofInputError(folder.root, f"{gone}: it cannot be made again; start a new run")
+        spec = TreeSpec(old.base, tuple((op, sha) for op, sha in old.ops))
+        tree = _tree(repo, spec, run.setup_command, key, on_event)
+        folder.update_revision(key, path=tree.path, refused=tree.refused, setup=tree.setup)
+        on_event({"event": "note", "text": f"made the tree of {key} again (it was gone from the cache)"})

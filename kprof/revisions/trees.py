@@ -3,7 +3,9 @@ as a detached ``git worktree`` of the user's repository; the user's own working 
 touched. A commit that does not apply cleanly gives a refusal naming the conflicting files.
 
 The cache lives in ``$KPROF_CACHE`` (default ``~/.cache/kprof``) under ``trees/``; ``kprof cache
---clean`` removes it and prunes the worktree records git keeps in each repository.
+--clean`` removes it and prunes the worktree records git keeps in each repository. A run holds the
+cache (a shared lock) while it builds or times revision trees, and the clean is refused meanwhile;
+a resumed run makes again the trees a clean removed (kprof.revisions.plan.restore_trees).
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import hashlib
 import json
 import os
 import shutil
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kprof.errors import KprofInputError
 from kprof.revisions.git import GitError, Repo, git
 from kprof.run_model import Run
-from kprof.store.locks import exclusive_lock
+from kprof.store.locks import exclusive_lock, shared_lock, sole_lock
 
 OK_MARK = ".kprof-tree.json"
+BUILD_LOCK, IN_USE = ".lock", ".in-use"  # one tree built at a time; held by every run using the cache
 
 
 def cache_root() -> Path:
@@ -73,10 +78,24 @@ def materialise(repo: Repo, spec: TreeSpec, root: Path | None = None) -> Tree:
     """The tree of ``spec``, from the cache when it was made before. Made under a lock on the cache:
     the shares of a bisect step on several GPUs ask for the revision they share at the same time,
     and two kprof processes may use one cache."""
-    trees = (root or cache_root()) / "trees"
-    trees.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(trees / ".lock"):
+    trees = _trees(root)
+    with shared_lock(trees / IN_USE), exclusive_lock(trees / BUILD_LOCK):
         return _materialise(repo, spec, trees / spec.key(repo))
+
+
+def _trees(root: Path | None) -> Path:
+    trees = (root or cache_root()) / "trees"
+    try:
+        trees.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KprofInputError(trees, f"cannot hold the revision cache ({e.strerror or e}; set KPROF_CACHE)") from None
+    return trees
+
+
+def cache_in_use(root: Path | None = None) -> AbstractContextManager[None]:
+    """Held by a run for as long as it times in revision trees: ``kprof cache --clean`` waits for no
+    one and is refused while any run holds it."""
+    return shared_lock(_trees(root) / IN_USE)
 
 
 def _materialise(repo: Repo, spec: TreeSpec, path: Path) -> Tree:
@@ -101,16 +120,21 @@ def _materialise(repo: Repo, spec: TreeSpec, path: Path) -> Tree:
 
 
 def clean(root: Path | None = None) -> list[Path]:
-    """Remove every cached tree and prune the worktree records of the repositories they came from."""
-    trees = (root or cache_root()) / "trees"
-    repos = set()
-    removed = []
-    for mark in trees.glob(f"*/{OK_MARK}") if trees.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            repos.add(json.loads(mark.read_text())["repo"])
-    if trees.is_dir():
-        removed = sorted(p for p in trees.iterdir() if p.name != ".lock")
-        shutil.rmtree(trees)
+    """Remove every cached tree and prune the worktree records of the repositories they came from;
+    refused in one line while a run uses the cache (its trees would vanish under it)."""
+    trees = _trees(root)
+    in_use = sole_lock(trees / IN_USE, trees, "is in use by a kprof run; clean it when the run has ended")
+    with in_use, exclusive_lock(trees / BUILD_LOCK):
+        repos = set()
+        for mark in trees.glob(f"*/{OK_MARK}"):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                repos.add(json.loads(mark.read_text())["repo"])
+        removed = sorted(p for p in trees.iterdir() if p.name not in (BUILD_LOCK, IN_USE))
+        for path in removed:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
     for repo in repos:
         if Path(repo).is_dir():
             git(Path(repo), "worktree", "prune", check=False)

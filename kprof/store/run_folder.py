@@ -11,7 +11,7 @@ parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, pol
 
 from __future__ import annotations
 
-import contextlib
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -22,19 +22,24 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute, for filtering a compacted table
 import pyarrow.parquet as pq
 
-from kprof.errors import KprofInputError
+from kprof.errors import KprofInputError, checked_file
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
 from kprof.store.locks import exclusive_lock, held_alone
-from kprof.store.run_tables import TABLES, check_columns, to_arrow
+from kprof.store.run_tables import TABLES, checked_part, to_arrow
 
 META = "meta.json"
+META_LIMIT = 256 << 20  # a meta.json of a 10,000-case run is a few MB; anything this large is not one
 COMPACT = "compact.parquet"
+PART_NAME = re.compile(r"c\d{3,}-(r\d{4,}|pre(-p\d+)?)")  # kprof.store.run_folder.RunFolder.part_path
 PART_COLUMN = "_part"  # in a compacted table: the part (``c000-r0003``) each row was written as
 
 
 def is_run_folder(path: Path) -> bool:
-    return (path / META).is_file()
+    """Whether ``path`` holds a meta.json of any kind: one that cannot be read is then a one-line
+    error naming it (kprof.store.run_folder.RunFolder.read_run), not "no run folder"."""
+    meta = path / META
+    return meta.exists() or meta.is_symlink()
 
 
 class RunFolder:
@@ -56,10 +61,13 @@ class RunFolder:
             raise KprofInputError(self.root, f"cannot hold a run folder ({e.strerror or e})") from None
 
     def read_run(self) -> Run:
-        if not self.meta_path.exists():
+        if not self.meta_path.exists() and not self.meta_path.is_symlink():
             raise KprofInputError(self.root, "is not a kprof run folder (no meta.json)")
+        checked_file(self.meta_path, "meta.json", limit=META_LIMIT)
         try:
             text = self.meta_path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise KprofInputError(self.meta_path, f"cannot be read ({e.strerror or e})") from None
         except UnicodeDecodeError as e:
             raise KprofInputError(self.meta_path, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
         return Run.from_json(text, str(self.meta_path))
@@ -131,8 +139,23 @@ class RunFolder:
         write_parquet(to_arrow(table, frame), self.part_path(table, case_index, round_index, part))
 
     def _parts(self, table: str) -> list[Path]:
+        """The table's parts, by the names kprof gives them (``c000-r0001``, ``c000-pre``)."""
+        return [p for p in self._files(table) if PART_NAME.fullmatch(p.stem)]
+
+    def table_files(self, table: str) -> tuple[Path | None, list[Path]]:
+        """Where a table's rows lie: its compacted file (None before the first compaction) and the
+        parts written since, each replacing the compacted rows of its name (for readers like DuckDB)."""
+        compact = self.root / table / COMPACT
+        return (compact if compact.is_file() else None), self._parts(table)
+
+    def _strays(self, table: str) -> list[Path]:
+        """Other parquet files in the table's folder: a copy someone made (whose rows would count
+        twice), a damaged compacted file kprof set aside. Never read; every read warns."""
+        return [p for p in self._files(table) if p.name != COMPACT and not PART_NAME.fullmatch(p.stem)]
+
+    def _files(self, table: str) -> list[Path]:
         folder = self.root / table
-        return sorted(p for p in folder.glob("*.parquet") if p.name != COMPACT) if folder.is_dir() else []
+        return sorted(folder.glob("*.parquet")) if folder.is_dir() else []
 
     def read(self, table: str, skip_damaged: bool = False) -> pd.DataFrame:
         """Every row of ``table``: its compacted file and the parts written since. A file that
@@ -141,15 +164,20 @@ class RunFolder:
         intact are still reported."""
         assert table in TABLES, table
         parts = self._parts(table)
+        for stray in self._strays(table):
+            aside = stray.stem.startswith("damaged-")
+            reason = "a damaged compacted table kprof set aside" if aside else "not a part kprof wrote (by its name)"
+            if not skip_damaged:
+                raise KprofInputError(stray, f"{reason}: move it out of the run folder")
+            self.skipped.append(f"{stray}: left out, {reason}")
         frames = []
         compact = self.root / table / COMPACT
         for p in ([compact] if compact.is_file() else []) + parts:
             try:
-                frame = pq.read_table(p).to_pandas()
+                frame = checked_part(table, pq.read_table(p), str(p)).to_pandas()
                 if p == compact:
                     newer = frame[PART_COLUMN].isin([q.stem for q in parts])
                     frame = frame[~newer].drop(columns=PART_COLUMN).reset_index(drop=True)
-                check_columns(table, frame, str(p))
             except (OSError, pa.ArrowException, KprofInputError, KeyError) as e:
                 reason = e.problem if isinstance(e, KprofInputError) else f"not a readable parquet part ({e})"
                 if not skip_damaged:
@@ -162,31 +190,63 @@ class RunFolder:
     def compact(self) -> None:
         """Each table's parts (and an earlier compacted file) as one zstd file; the parts are
         removed once it is in place. A compaction cut short leaves parts that are also in the
-        compacted file: the part is read, the compacted copy of its rows is not."""
+        compacted file: the part is read, the compacted copy of its rows is not. A damaged part stays
+        as it is, and a damaged compacted file is kept beside as ``damaged-N.parquet``: never merged,
+        never deleted, warned about by every read (kprof.store.run_folder.RunFolder.read)."""
         for table in TABLES:
-            parts = self._parts(table)
+            parts = {p: t for p in self._parts(table) if (t := self._readable(table, p)) is not None}
             if not parts:
                 continue
             target = self.root / table / COMPACT
             pieces = []
             if target.is_file():
-                kept = pq.read_table(target)
-                stems = {p.stem for p in parts}
-                pieces.append(kept.filter(pa.compute.invert(pa.compute.is_in(kept[PART_COLUMN], pa.array(stems)))))
-            for p in parts:
-                t = pq.read_table(p)
+                kept = self._readable(table, target)
+                if kept is None or PART_COLUMN not in kept.column_names:
+                    target.rename(self._set_aside(target))
+                else:
+                    stems = pa.array([p.stem for p in parts])
+                    pieces.append(kept.filter(pa.compute.invert(pa.compute.is_in(kept[PART_COLUMN], stems))))
+            for p, t in parts.items():
                 pieces.append(t.append_column(PART_COLUMN, pa.array([p.stem] * len(t), pa.string())))
             merged = pa.concat_tables(pieces, promote_options="permissive")
             write_parquet(merged, target, compression="zstd")
             for p in parts:
                 p.unlink()
 
+    @staticmethod
+    def _set_aside(path: Path) -> Path:
+        n = 1
+        while (aside := path.with_name(f"damaged-{n}.parquet")).exists():
+            n += 1
+        return aside
+
     def finished_rounds(self, case_index: int) -> list[int]:
-        """The rounds of a case whose samples are stored (in parts, or in the compacted table)."""
+        """The rounds of a case whose samples are stored and read back (in parts, or in the
+        compacted table): a damaged part is not a finished round, so ``--resume`` times it again."""
         prefix = f"c{case_index:03d}-r"
-        stems = {p.stem for p in self._parts("samples")}
-        compact = self.root / "samples" / COMPACT
-        if compact.is_file():
-            with contextlib.suppress(OSError, pa.ArrowException, KeyError):
-                stems |= set(pq.read_table(compact, columns=[PART_COLUMN])[PART_COLUMN].unique().to_pylist())
-        return sorted(int(s[len(prefix) :]) for s in stems if s.startswith(prefix))
+        parts = [p for p in self._parts("samples") if p.stem.startswith(prefix)]
+        stems = {p.stem for p in parts if self._readable("samples", p) is not None}
+        compact = self._readable("samples", self.root / "samples" / COMPACT)
+        if compact is not None and PART_COLUMN in compact.column_names:  # a part replaces its rows there
+            stems |= {s for s in compact[PART_COLUMN].unique().to_pylist() if s.startswith(prefix)} - {
+                p.stem for p in parts
+            }
+        return sorted(int(s[len(prefix) :]) for s in stems)
+
+    def unfinished_cases(self, run: Run) -> list[int]:
+        """The cases a run (or its resume) still has to time: not done, or done with a round whose
+        part does not read back."""
+        every = set(range(run.rounds + run.processes))  # each process's burn-in round and its share
+        return [
+            i
+            for i, case in enumerate(run.case_names)
+            if run.status(case).status != "done" or every - set(self.finished_rounds(i))
+        ]
+
+    @staticmethod
+    def _readable(table: str, path: Path) -> pa.Table | None:
+        """The file's rows when it is an intact part of ``table``, else None."""
+        try:
+            return checked_part(table, pq.read_table(path), str(path))
+        except (OSError, pa.ArrowException, KprofInputError):
+            return None

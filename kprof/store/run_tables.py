@@ -115,7 +115,21 @@ def to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def check_columns(name: str, frame: pd.DataFrame, where: str) -> None:
-    missing = [c for c in REQUIRED[name] if c not in frame.columns]
-    if missing:
-        raise KprofInputError(where, f"is not a {name} part of a kprof run (no column {', '.join(missing)})")
+def checked_part(name: str, table: pa.Table, where: str) -> pa.Table:
+    """A part (or compacted file) read back, its required columns present, of their declared types
+    (or losslessly castable to them) and never null: anything else is a damaged part, not rows."""
+    schema = SCHEMAS[name]
+    columns = {}
+    for column in REQUIRED[name]:
+        if column not in table.column_names:
+            raise KprofInputError(where, f"is not a {name} part of a kprof run (no column {column})")
+        values = table[column]
+        if values.null_count:
+            raise KprofInputError(where, f"is a damaged {name} part ({values.null_count} null {column} values)")
+        try:
+            columns[column] = values.cast(schema.field(column).type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise KprofInputError(where, f"is a damaged {name} part ({column} is {values.type})") from None
+    for column, values in columns.items():
+        table = table.set_column(table.column_names.index(column), column, values)
+    return table

@@ -57,9 +57,9 @@ def claimed(out: Path) -> Iterator[None]:
 
 
 def prepare_dir(out: Path) -> Path:
-    if out.exists() and not out.is_dir():
-        raise KprofInputError(out, "exists and is not a directory")
     try:
+        if out.exists() and not out.is_dir():
+            raise KprofInputError(out, "exists and is not a directory")
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".kprof-write-check"
         probe.write_bytes(b"")

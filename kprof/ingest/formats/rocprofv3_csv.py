@@ -130,10 +130,7 @@ def load_csv(path: Path, rank: int) -> Trace:
             cols[f"block_{axis}"] = wg
             if grid is not None:
                 cols[f"grid_{axis}"] = blocks(grid, wg)
-    warnings: list[str] = []
-    backwards = int((end < start).sum())
-    if backwards:
-        warnings.append(f"{backwards} kernels end before they start: counted as 0 µs")
+    warnings: list[str] = []  # kernels that end before they start: kprof.ingest.load.keep_possible_times
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
         api = read_csv_text(hip)

@@ -1,0 +1,170 @@
+"""Inputs that once gave a traceback, hung, or printed an impossible number with exit 0: each is now
+one line and exit 2, or a warning beside numbers that can be true."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_runs import write_run
+from typer.testing import CliRunner
+
+from conftest import real
+from kprof.cli import app
+from kprof.engine.design import design_legs
+from kprof.ingest.load import load_trace
+
+runner = CliRunner()
+TRACE = Path(__file__).resolve().parents[1] / "traces" / "gqa_graph_decode.pt.trace.json.gz"
+KERNEL_HEADER = (
+    "Kind,Agent_Id,Queue_Id,Stream_Id,Thread_Id,Dispatch_Id,Kernel_Id,Kernel_Name,Correlation_Id,"
+    "Start_Timestamp,End_Timestamp"
+)
+
+
+def _run(root: Path) -> Path:
+    write_run(root, design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6, features=("a",)).compact()
+    return root
+
+
+def _one_line(args: list[str], expect: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, (args, res.output, repr(res.exception))
+    assert res.stderr.startswith("kprof: error: ") and expect in res.stderr, res.stderr
+
+
+def _meta_deep(meta: Path) -> str:
+    meta.write_text("[" * 100_000 + "]" * 100_000)
+    return "nests values too deeply"
+
+
+def _meta_infinite(meta: Path) -> str:
+    record = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**record, "rounds": float("inf")}))
+    return "cannot convert float infinity to integer"
+
+
+def _meta_nan(meta: Path) -> str:
+    record = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**record, "rounds": float("nan")}))
+    return "cannot convert float NaN to integer"
+
+
+def _meta_directory(meta: Path) -> str:
+    meta.unlink()
+    meta.mkdir()
+    return "is a directory, not a meta.json"
+
+
+def _meta_dev_zero(meta: Path) -> str:
+    meta.unlink()
+    meta.symlink_to("/dev/zero")  # read whole, it never ends (a MemoryError before)
+    return "is not a regular file"
+
+
+def _meta_fifo(meta: Path) -> str:
+    meta.unlink()
+    os.mkfifo(meta)  # read, it hangs until a writer comes
+    return "is not a regular file"
+
+
+@pytest.mark.parametrize("damage", [_meta_deep, _meta_infinite, _meta_nan, _meta_directory, _meta_dev_zero, _meta_fifo])
+def test_a_meta_json_that_cannot_be_one_is_one_line(tmp_path: Path, damage) -> None:
+    root = _run(tmp_path / "run")
+    expect = damage(root / "meta.json")
+    for command in ("report", "attribute"):
+        _one_line([command, str(root)], expect)
+
+
+def test_a_lock_file_that_is_a_directory_is_one_line(tmp_path: Path) -> None:
+    root = _run(tmp_path / "run")
+    (root / ".lock").mkdir()
+    _one_line(["run", "--out", str(root), "--resume"], "cannot be opened as a lock file")
+
+
+def test_a_stray_copy_of_a_part_is_warned_about_and_never_counted(tmp_path: Path) -> None:
+    root = _run(tmp_path / "run")
+    samples = root / "samples"
+    shutil.copy(samples / "compact.parquet", samples / "c000-rXYZ.parquet")  # every row once more
+    doc = json.loads(runner.invoke(app, ["report", str(root), "--format", "json"]).stdout)
+    assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {6}
+    assert doc["warnings"] == [
+        f"skipped a damaged part: {samples}/c000-rXYZ.parquet: left out, not a part kprof wrote (by its name)"
+    ]
+    pytest.importorskip("duckdb")
+    count = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM samples", str(root), "--format", "json"])
+    assert json.loads(count.stdout)["rows"] == [{"n": 7 * 3 * 3}]  # rounds (burn-in too) × legs × samples
+
+
+def test_trace_inputs_that_are_no_file_say_what_they_are(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    dangling = tmp_path / "gone.json"
+    dangling.symlink_to(tmp_path / "nowhere.json")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    _one_line(["trace", str(loop)], "is a symbolic link loop")
+    _one_line(["trace", str(dangling)], "is a symbolic link to nothing")
+    _one_line(["trace", str(fifo)], "is not a regular file")
+    _one_line(["trace", "/dev/zero"], "is not a regular file")
+    deep = tmp_path / "deep.json"
+    kernel = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": '
+    deep.write_text('{"traceEvents": [' + kernel + "[" * 100_000 + "]" * 100_000 + "}]}")
+    _one_line(["trace", str(deep)], "nests values deeper than kprof's decoder reads")
+    _one_line(["trace", str(TRACE), "--save", str(tmp_path / ("x" * 300))], "File name too long")
+
+
+def test_impossible_times_are_left_out_or_zero_and_said(tmp_path: Path) -> None:
+    """A negative start made one kernel's mean 1.5e12 µs; an end before its start made 961% busy."""
+    path = tmp_path / "run_kernel_trace.csv"
+    path.write_text(
+        KERNEL_HEADER + "\n"
+        '"KERNEL_DISPATCH","Agent 4",1,1,7,1,10,"k",1,-1551874061244694,1551874061255734\n'
+        '"KERNEL_DISPATCH","Agent 4",1,1,7,2,10,"k",2,1551874061300000,1551874061310000\n'
+        '"KERNEL_DISPATCH","Agent 4",1,1,7,3,10,"k",3,1551874061400000,1551874061390000\n'
+    )
+    trace = load_trace(path)
+    assert trace.events["dur_ns"].tolist() == [10_000, 0]
+    assert (trace.events["end_ns"] >= trace.events["start_ns"]).all()
+    assert trace.warnings[:2] == [
+        "1 activities with a negative start time left out",
+        "1 activities end before they start: counted as 0 µs",
+    ]
+    doc = json.loads(runner.invoke(app, ["trace", str(path), "--format", "json"]).stdout)
+    (row,) = doc["kernels"]
+    assert row["pct_busy"] == pytest.approx(100.0) and row["max_us"] == pytest.approx(10.0)
+
+
+def test_an_rpd_with_a_blob_where_times_belong_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "blob.rpd"
+    shutil.copy(real("rpd_matmul_result.rpd"), path)
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE rocpd_op SET \"end\" = x'00ff' WHERE id IN (SELECT id FROM rocpd_op LIMIT 3)")
+    _one_line(["trace", str(path)], "holds a value that is neither a number nor UTF-8 text")
+
+
+@pytest.mark.parametrize("damage", ["text times", "null times"])
+def test_a_samples_part_of_wrong_types_or_nulls_is_not_a_finished_round(tmp_path: Path, damage: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kprof.store.run_folder import RunFolder
+
+    root = _run(tmp_path / "run")
+    rows = pq.read_table(root / "samples" / "compact.parquet").to_pandas()
+    rows = rows[rows["_part"] == "c000-r0003"].drop(columns="_part")
+    if damage == "text times":
+        rows["time_ns"] = rows["time_ns"].map(lambda t: f"{t} ns")
+    else:
+        rows.loc[rows.index[0], "time_ns"] = None
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), root / "samples" / "c000-r0003.parquet")
+    assert RunFolder(root).finished_rounds(0) == [0, 1, 2, 4, 5, 6]
+    doc = json.loads(runner.invoke(app, ["report", str(root), "--format", "json"]).stdout)
+    assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {5}
+    (warning,) = doc["warnings"]
+    assert "c000-r0003.parquet: is a damaged samples part" in warning
