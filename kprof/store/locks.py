@@ -13,24 +13,22 @@ from typing import IO
 from kprof.errors import KprofInputError
 
 
-@contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
+def exclusive_lock(path: Path) -> AbstractContextManager[None]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block; waits for other
     holders. Each use opens the file anew, so threads of one process exclude each other too."""
-    with _opened(path) as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return _waiting(path, fcntl.LOCK_EX)
+
+
+def shared_lock(path: Path) -> AbstractContextManager[None]:
+    """Hold a shared ``flock`` on ``path`` (created if missing): any number of holders at once; a
+    :func:`sole_lock` on it is refused while one is held."""
+    return _waiting(path, fcntl.LOCK_SH)
 
 
 @contextmanager
-def shared_lock(path: Path) -> Iterator[None]:
-    """Hold a shared ``flock`` on ``path`` (created if missing): any number of holders at once; a
-    :func:`sole_lock` on it is refused while one is held."""
+def _waiting(path: Path, mode: int) -> Iterator[None]:
     with _opened(path) as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
+        fcntl.flock(handle, mode)
         try:
             yield
         finally:
