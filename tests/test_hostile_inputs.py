@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from conftest import real
 from kprof.cli import app
 from kprof.engine.design import design_legs
+from kprof.errors import KprofInputError
 from kprof.ingest.load import load_trace
 
 runner = CliRunner()
@@ -168,3 +169,22 @@ def test_a_samples_part_of_wrong_types_or_nulls_is_not_a_finished_round(tmp_path
     assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {5}
     (warning,) = doc["warnings"]
     assert "c000-r0003.parquet: is a damaged samples part" in warning
+
+
+def test_a_full_disk_leaves_the_run_folder_as_it_was_and_says_so_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from kprof.store.run_folder import RunFolder
+
+    root = _run(tmp_path / "run")
+    before = (root / "meta.json").read_text()
+
+    def full(self: Path, data: bytes) -> int:
+        Path.write_text(self, data.decode()[: len(data) // 2])  # part of it lands, then the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(KprofInputError, match="meta.json: cannot be written \\(No space left on device\\)"):
+        RunFolder(root).update_case("c", status="")
+    monkeypatch.undo()
+    assert (root / "meta.json").read_text() == before and not list(root.glob("*.partial"))

@@ -1,23 +1,38 @@
-"""Atomic writes: a file appears complete or not at all (write a ``.partial`` sibling, then rename)."""
+"""Atomic writes: a file appears complete or not at all (write a ``.partial`` sibling, then rename).
+A write that fails (a full disk, a name too long) leaves no ``.partial`` behind and is a one-line
+error naming the file; whatever was there before is untouched."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from kprof.errors import KprofInputError
 
 
 def _partial(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
-def write_parquet(table: pa.Table, path: Path, compression: str = "snappy") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     tmp = _partial(path)
-    pq.write_table(table, tmp, compression=compression)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):  # a name too long cannot be removed either: it was never made
+            tmp.unlink(missing_ok=True)
+        raise KprofInputError(path, f"cannot be written ({e.strerror or e}); what was there before is kept") from None
+
+
+def write_parquet(table: pa.Table, path: Path, compression: str = "snappy") -> None:
+    _atomic(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
 
 
 def write_text(text: str, path: Path) -> None:
@@ -25,7 +40,4 @@ def write_text(text: str, path: Path) -> None:
 
 
 def write_bytes(data: bytes, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _partial(path)
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    _atomic(path, lambda tmp: tmp.write_bytes(data))
