@@ -1,5 +1,6 @@
-"""The parent of a run: one worker process per unfinished case, restarted without a leg that
-killed it; whole-program runs go to their own executor (kprof.engine.program)."""
+"""The parent of a run: one worker process per unfinished case, started again once when it dies
+and without a leg that killed it twice; whole-program runs go to their own executor
+(kprof.engine.program)."""
 
 from __future__ import annotations
 
