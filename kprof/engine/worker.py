@@ -4,8 +4,8 @@ rounds → (profile).
 Started by the parent (kprof.engine.parent) as ``python -m kprof.engine.worker RUN_DIR CASE
 [SKIP_JSON [PART]]`` (PART: which of the case's processes, kprof.engine.parts), so a leg that kills
 the GPU context takes down only this process: the parent records the death, starts it again, and
-after a second death at that leg goes on without it. Progress goes to stdout as JSON lines; every finished round is on disk before the
-next starts.
+after a second death at that leg goes on without it. Progress goes to stdout as JSON lines; every
+finished round is on disk before the next starts.
 """
 
 from __future__ import annotations
