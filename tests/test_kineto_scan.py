@@ -369,3 +369,20 @@ def test_damaged_trace_reads_alike_with_and_without_the_scanner(
     path = tmp_path_factory.mktemp("damaged") / "trace.json"
     path.write_bytes(bytes(data))
     _read_alike(path, 8192, monkeypatch)
+
+
+@needs_scanner
+def test_kernels_that_are_not_complete_events_are_counted_as_skipped_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel written as ph B/E or i is not read (kprof reads complete events) but is said: it
+    was dropped without a word, leaving kernels = 0."""
+    from kineto_events import kernel, launch, step, write_trace
+
+    events = [step(0, 0, 50), launch(1, 1), kernel("k", 5, 10, 1)]
+    events += [{**kernel("k", 20 + i, 1, 2 + i), "ph": ph} for i, ph in enumerate("BEi")]
+    path = write_trace(tmp_path / "phases.json", events * 200)  # several pieces for the scanner
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 4096)
+    for mode in ("msgspec", "piecewise", "ahead"):
+        kept = _kept(_collect(path, mode, monkeypatch))
+        assert kept["skipped"] == 600 and len(kept["names"]) == 200, mode

@@ -653,7 +653,11 @@ static int take_event(Out *out, const Event *e, const char *base) {
     /* pid/tid are int | str | None: a float there is a type error on the msgspec path */
     if (e->pid.s && e->pid_type != '"' && e->pid_type != 'n' && !is_integral(e->pid)) return 0;
     if (e->tid.s && e->tid_type != '"' && e->tid_type != 'n' && !is_integral(e->tid)) return 0;
-    if (!IS(e->ph, "X")) return 1;
+    if (!IS(e->ph, "X")) { /* a GPU activity as B/E or instant: not read, but counted as skipped */
+        int other = e->cat.s ? category_kind(e->cat) : 0;
+        if (other == K_KERNEL || other == K_MEMCPY || other == K_MEMSET) out->skipped++;
+        return 1;
+    }
     int kind = category_kind(e->cat);
     if (kind == 0) {
         if (e->name_escaped) return 0; /* "ProfilerStep#" behind escapes: let msgspec read the name */
@@ -731,7 +735,7 @@ PyDoc_STRVAR(scan_doc,
              "piece: a bytes-like '[' events ']'. records: bytes of int64 rows of the kept events;\n"
              "names: bytes of int64 (offset, length, escaped) of each distinct name the rows point to;\n"
              "categories: bytes of int64 (offset, length, count) of the other categories of 'X' events;\n"
-             "skipped: kept-kind events without ts/dur. None: decode this piece with msgspec instead.");
+             "skipped: kept-kind events without ts/dur, and GPU activities that are not complete (ph X) events. None: decode this piece with msgspec instead.");
 
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer view;

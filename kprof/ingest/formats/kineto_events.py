@@ -292,6 +292,8 @@ class EventBuffer:
         ranges: list[Event] = []
         for e in events:
             if e.ph != "X":
+                if e.cat in gpu_kinds:  # a kernel as B/E or instant: kprof reads complete events only
+                    self.skipped += 1
                 self._take_process_name(e)
                 continue
             cat = e.cat
