@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from damage import damage_one_file
 from fake_runs import write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,6 @@ from kprof.engine.design import design_legs
 
 runner = CliRunner()
 TRIED: list[str] = []
-SHAPES = [b"", b"{}", b"[]", b"42", b'"x"', b'{"legs": "oops"}', b"\xff\xfe", b"PAR1", b"null"]
 
 
 def _pristine(root: Path) -> Path:
@@ -30,23 +30,6 @@ def _pristine(root: Path) -> Path:
         legs = design_legs(("a", "b"), "endpoints")
         write_run(source, legs, lambda leg, case: -0.05 * len(leg.features), rounds=8, features=("a", "b"))
     return source
-
-
-def _mutate(folder: Path, which: int, how: int, where: float, data: bytes) -> str:
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
-    target = files[which % len(files)]
-    raw = target.read_bytes()
-    kind = ("truncate", "overwrite", "reshape", "delete")[how]
-    if kind == "truncate":
-        target.write_bytes(raw[: int(len(raw) * where)])
-    elif kind == "overwrite":
-        pos = int(len(raw) * where)
-        target.write_bytes(raw[:pos] + data + raw[pos + len(data) :])
-    elif kind == "reshape":
-        target.write_bytes(SHAPES[int(where * len(SHAPES)) % len(SHAPES)])
-    else:
-        target.unlink()
-    return f"{kind} {target.relative_to(folder)}"
 
 
 @pytest.mark.slow  # 40 damaged run folders, each analysed and reported (20 s)
@@ -61,7 +44,7 @@ def test_damaged_run_folders_never_give_a_traceback(tmp_path_factory, which, how
     root = tmp_path_factory.mktemp("fuzz")
     folder = root / "run"
     shutil.copytree(_pristine(tmp_path_factory.getbasetemp()), folder)
-    what = _mutate(folder, which, how, where, data)
+    what = damage_one_file(folder, which, how, where, data)
     TRIED.append(what)
     for args in (
         ["report", str(folder), "--format", "json"],

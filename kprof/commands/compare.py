@@ -26,6 +26,9 @@ def _saved_events(path: Path) -> Path | None:
     return None
 
 
+EVENT_COLUMNS = ("name", "kind", "device", "start_ns", "end_ns", "dur_ns")  # what the tables are made of
+
+
 def _trace_files(path: Path) -> list[Path]:
     if path.is_dir():
         if (saved := _saved_events(path)) is not None:
@@ -55,6 +58,10 @@ def load_side(path: Path, steps: str | None) -> Side:
     for f in _trace_files(path):
         if f.suffix == ".parquet" or f.is_dir():
             events = read_dataset(f) if f.is_dir() else load_frame(f)
+            if missing := [c for c in EVENT_COLUMNS if c not in events.columns]:  # a damaged or foreign table
+                raise KprofInputError(
+                    f, f"holds no kernel_events table kprof can read (no column {', '.join(missing)})"
+                )
             trace = Trace(events=events, ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
         else:
             trace = load_trace(f, step_pattern=steps, purpose="kprof compare compares one rank with one rank")

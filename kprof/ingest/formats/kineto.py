@@ -85,9 +85,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     if c.truncated:
         warnings.append("file is truncated: kept every complete event, dropped the unfinished one")
     if c.skipped:
-        warnings.append(
-            f"{c.skipped} GPU or range events without ts/dur, or not complete events (ph X), were skipped"
-        )
+        warnings.append(f"{c.skipped} GPU or range events without ts/dur, or not complete events (ph X), were skipped")
     if not c.gpu_rows:
         warnings.append(_no_device_activity(c))
     dist = decode_optional(DistributedInfo, top.distributedInfo)
