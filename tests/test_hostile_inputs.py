@@ -188,3 +188,14 @@ def test_a_full_disk_leaves_the_run_folder_as_it_was_and_says_so_in_one_line(tmp
         RunFolder(root).update_case("c", status="")
     monkeypatch.undo()
     assert (root / "meta.json").read_text() == before and not list(root.glob("*.partial"))
+
+
+def test_damaged_parts_of_tables_the_report_does_not_read_are_warned_about(tmp_path: Path) -> None:
+    root = _run(tmp_path / "run")
+    for table in ("rounds", "launches"):
+        (root / table).mkdir(exist_ok=True)
+        (root / table / "c000-r0002.parquet").write_bytes(b"PAR1 cut short")
+    doc = json.loads(runner.invoke(app, ["report", str(root), "--format", "json"]).stdout)
+    assert [w.split(": ", 2)[1] for w in doc["warnings"]] == [
+        f"{root}/{table}/c000-r0002.parquet" for table in ("rounds", "launches")
+    ]

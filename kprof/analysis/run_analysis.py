@@ -101,7 +101,7 @@ def damage_warnings(folder: RunFolder) -> list[str]:
     """What the report left out: every damaged or stray file of the folder's tables, the ones it
     does not read itself (rounds, launches) included."""
     for table in ("rounds", "launches"):
-        folder.read(table, skip_damaged=True)
+        folder.note_damage(table)
     return [f"skipped a damaged part: {s}" for s in dict.fromkeys(folder.skipped)]
 
 

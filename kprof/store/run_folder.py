@@ -26,7 +26,7 @@ from kprof.errors import KprofInputError, checked_file
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
 from kprof.store.locks import exclusive_lock, held_alone
-from kprof.store.run_tables import TABLES, checked_part, to_arrow
+from kprof.store.run_tables import REQUIRED, TABLES, checked_part, to_arrow
 
 META = "meta.json"
 META_LIMIT = 256 << 20  # a meta.json of a 10,000-case run is a few MB; anything this large is not one
@@ -40,6 +40,11 @@ def is_run_folder(path: Path) -> bool:
     error naming it (kprof.store.run_folder.RunFolder.read_run), not "no run folder"."""
     meta = path / META
     return meta.exists() or meta.is_symlink()
+
+
+def _rounds_of(stems: set[str], case_index: int) -> list[int]:
+    prefix = f"c{case_index:03d}-r"
+    return sorted(int(s[len(prefix) :]) for s in stems if s.startswith(prefix))
 
 
 class RunFolder:
@@ -164,28 +169,41 @@ class RunFolder:
         intact are still reported."""
         assert table in TABLES, table
         parts = self._parts(table)
+        self._strays_said(table, skip_damaged)
+        frames = []
+        compact = self.root / table / COMPACT
+        for p in ([compact] if compact.is_file() else []) + parts:
+            try:
+                frame = self._checked(table, p).to_pandas()
+            except KprofInputError as e:
+                if not skip_damaged:
+                    raise
+                self.skipped.append(f"{p}: {e.problem}")
+                continue
+            if p == compact:
+                newer = frame[PART_COLUMN].isin([q.stem for q in parts])
+                frame = frame[~newer].drop(columns=PART_COLUMN).reset_index(drop=True)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def note_damage(self, table: str) -> None:
+        """Record in ``skipped`` what ``read(table, skip_damaged=True)`` would leave out, reading only
+        each file's required columns: for the tables a report does not read itself."""
+        self._strays_said(table, skip_damaged=True)
+        compact = self.root / table / COMPACT
+        for p in ([compact] if compact.is_file() else []) + self._parts(table):
+            try:
+                self._checked(table, p, list(REQUIRED[table]))
+            except KprofInputError as e:
+                self.skipped.append(f"{p}: {e.problem}")
+
+    def _strays_said(self, table: str, skip_damaged: bool) -> None:
         for stray in self._strays(table):
             aside = stray.stem.startswith("damaged-")
             reason = "a damaged compacted table kprof set aside" if aside else "not a part kprof wrote (by its name)"
             if not skip_damaged:
                 raise KprofInputError(stray, f"{reason}: move it out of the run folder")
             self.skipped.append(f"{stray}: left out, {reason}")
-        frames = []
-        compact = self.root / table / COMPACT
-        for p in ([compact] if compact.is_file() else []) + parts:
-            try:
-                frame = checked_part(table, pq.read_table(p), str(p)).to_pandas()
-                if p == compact:
-                    newer = frame[PART_COLUMN].isin([q.stem for q in parts])
-                    frame = frame[~newer].drop(columns=PART_COLUMN).reset_index(drop=True)
-            except (OSError, pa.ArrowException, KprofInputError, KeyError) as e:
-                reason = e.problem if isinstance(e, KprofInputError) else f"not a readable parquet part ({e})"
-                if not skip_damaged:
-                    raise KprofInputError(p, reason) from None
-                self.skipped.append(f"{p}: {reason}")
-                continue
-            frames.append(frame)
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def compact(self) -> None:
         """Each table's parts (and an earlier compacted file) as one zstd file; the parts are
@@ -223,30 +241,43 @@ class RunFolder:
     def finished_rounds(self, case_index: int) -> list[int]:
         """The rounds of a case whose samples are stored and read back (in parts, or in the
         compacted table): a damaged part is not a finished round, so ``--resume`` times it again."""
-        prefix = f"c{case_index:03d}-r"
-        parts = [p for p in self._parts("samples") if p.stem.startswith(prefix)]
-        stems = {p.stem for p in parts if self._readable("samples", p) is not None}
-        compact = self._readable("samples", self.root / "samples" / COMPACT)
-        if compact is not None and PART_COLUMN in compact.column_names:  # a part replaces its rows there
-            stems |= {s for s in compact[PART_COLUMN].unique().to_pylist() if s.startswith(prefix)} - {
-                p.stem for p in parts
-            }
-        return sorted(int(s[len(prefix) :]) for s in stems)
+        return _rounds_of(self._finished_parts(), case_index)
 
     def unfinished_cases(self, run: Run) -> list[int]:
         """The cases a run (or its resume) still has to time: not done, or done with a round whose
         part does not read back."""
         every = set(range(run.rounds + run.processes))  # each process's burn-in round and its share
+        finished = self._finished_parts()  # read once for every case
         return [
             i
             for i, case in enumerate(run.case_names)
-            if run.status(case).status != "done" or every - set(self.finished_rounds(i))
+            if run.status(case).status != "done" or every - set(_rounds_of(finished, i))
         ]
 
+    def _finished_parts(self) -> set[str]:
+        """The names of the samples parts that read back (their required columns only), in parts or
+        in the compacted table, where a part replaces the rows of its name."""
+        columns = list(REQUIRED["samples"])
+        parts = self._parts("samples")
+        stems = {p.stem for p in parts if self._readable("samples", p, columns) is not None}
+        compact = self._readable("samples", self.root / "samples" / COMPACT, [*columns, PART_COLUMN])
+        if compact is not None:
+            stems |= set(compact[PART_COLUMN].unique().to_pylist()) - {p.stem for p in parts}
+        return stems
+
     @staticmethod
-    def _readable(table: str, path: Path) -> pa.Table | None:
+    def _checked(table: str, path: Path, columns: list[str] | None = None) -> pa.Table:
+        """The file's rows (only ``columns``, when given) as an intact part of ``table``, else a
+        one-line error saying what is wrong with it."""
+        try:
+            return checked_part(table, pq.read_table(path, columns=columns), str(path))
+        except (OSError, pa.ArrowException, KeyError) as e:
+            raise KprofInputError(path, f"not a readable parquet part ({e})") from None
+
+    @classmethod
+    def _readable(cls, table: str, path: Path, columns: list[str] | None = None) -> pa.Table | None:
         """The file's rows when it is an intact part of ``table``, else None."""
         try:
-            return checked_part(table, pq.read_table(path), str(path))
-        except (OSError, pa.ArrowException, KprofInputError):
+            return cls._checked(table, path, columns)
+        except KprofInputError:
             return None
