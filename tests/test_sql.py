@@ -101,3 +101,21 @@ def test_sql_results_are_capped_and_file_names_never_become_sql(tmp_path: Path) 
     res = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM kernels", str(saved), "--format", "json"])
     assert res.exit_code == 0, res.output
     assert not list(tmp_path.rglob("pwned.csv")) and not Path("pwned.csv").exists()
+
+
+def test_a_run_table_reads_as_the_report_reads_it_after_a_resume(tmp_path: Path) -> None:
+    """A part written after the compaction (a resumed round) replaces that round's compacted rows:
+    the query counts each row once, as RunFolder.read does."""
+    import pyarrow.parquet as pq
+    from fake_runs import write_run
+
+    from kprof.engine.design import design_legs
+
+    folder = write_run(tmp_path / "run", design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6)
+    folder.compact()
+    rows = pq.read_table(folder.root / "samples" / "compact.parquet").to_pandas()
+    again = rows[rows["_part"] == "c000-r0003"].drop(columns="_part").iloc[:4]  # round 3 timed again
+    folder.write_part("samples", 0, 3, again)
+    assert len(folder.read("samples")) == len(rows) - 9 + 4
+    assert _rows("SELECT count(*) AS n FROM samples", folder.root) == [{"n": len(rows) - 9 + 4}]
+    assert _rows("SELECT count(*) AS n FROM samples WHERE round = 3", folder.root) == [{"n": 4}]

@@ -42,16 +42,17 @@ class RunTable:
     def relation(self, con: Any) -> Any:
         from duckdb import ColumnExpression, ConstantExpression
 
-        written = self.parts and con.read_parquet([str(p) for p in self.parts], union_by_name=True)
+        written = con.read_parquet([str(p) for p in self.parts], union_by_name=True) if self.parts else None
         if self.compact is None:
             return written
         kept = con.read_parquet(str(self.compact))
-        if self.parts:
-            stems = [ConstantExpression(p.stem) for p in self.parts]
-            kept = kept.filter(~ColumnExpression(PART_COLUMN).isin(*stems))
-        columns = [c for c in kept.columns if c != PART_COLUMN and (not written or c in written.columns)]
-        kept = kept.select(*map(ColumnExpression, columns))
-        return kept.union(written.select(*map(ColumnExpression, columns))) if written else kept
+        columns = [c for c in kept.columns if c != PART_COLUMN]
+        if written is None:
+            return kept.select(*map(ColumnExpression, columns))
+        stems = [ConstantExpression(p.stem) for p in self.parts]
+        kept = kept.filter(~ColumnExpression(PART_COLUMN).isin(*stems))
+        columns = [c for c in columns if c in written.columns]
+        return kept.select(*map(ColumnExpression, columns)).union(written.select(*map(ColumnExpression, columns)))
 
 
 def folder_tables(folder: Path) -> dict[str, tuple[list[str], dict[str, bool]] | RunTable]:

@@ -6,6 +6,7 @@ from typing import Any
 
 Event = dict[str, Any]
 RESTARTED = "started again"  # the outcome of a worker's first death at one step and leg
+CASE_FAILED_STEP = "failed"  # a worker's last step when it decided its case cannot be timed: not retried
 
 PHASES = {
     "tree_setup": "building its tree (--setup)",

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-from kprof.engine.events import RESTARTED, Event
+from kprof.engine.events import CASE_FAILED_STEP, RESTARTED, Event
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import child_env
 from kprof.engine.parts import case_parts
@@ -26,7 +26,6 @@ from kprof.store.run_folder import RunFolder
 
 MAX_WORKERS = 10  # worker processes per part of a case: each leg it drops costs two
 SETUP_STEPS = ("check", "capture")  # a worker that dies twice here is blamed on the leg it was on
-CASE_FAILED_STEP = "failed"  # the worker decided the case cannot be timed (kprof.engine.worker): no retry
 OUTSIDE_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT})  # a user, the OOM killer
 
 

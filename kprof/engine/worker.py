@@ -17,10 +17,10 @@ from typing import Any
 
 from kprof.engine.capture import capture
 from kprof.engine.context import CaseContext
+from kprof.engine.events import CASE_FAILED_STEP
 from kprof.engine.gate import run_gate
 from kprof.engine.gpus import own_gpu, record_device
 from kprof.engine.lifeline import die_with_parent
-from kprof.engine.parent import CASE_FAILED_STEP
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.store.run_folder import RunFolder
