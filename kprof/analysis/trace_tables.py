@@ -219,7 +219,7 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     table = pd.DataFrame(
         {"calls": g.size(), "gpu_us": g["gpu_ns"].sum() / NS_PER_US, "kernels": g["kernels"].sum()}
     ).reset_index()
-    own = k.groupby("annotation", sort=False)["dur_ns"].sum() / NS_PER_US
+    own = k.groupby("annotation", sort=False, observed=True)["dur_ns"].sum() / NS_PER_US
     table["self_us"] = table["name"].map(own).fillna(0.0).astype(float)
     table = table.sort_values(["gpu_us", "name"], ascending=[False, True], kind="stable")
     return table[ANNOTATION_COLUMNS].reset_index(drop=True)

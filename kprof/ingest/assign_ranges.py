@@ -149,25 +149,27 @@ def _warn_processes_merged(trace: Trace, cpu_steps: pd.DataFrame, pattern: re.Pa
         )
 
 
-def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> np.ndarray:
+def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> pd.Categorical:
     """Each event's innermost annotation: its own stream's GPU range, else the CPU range (on the
-    launching thread) that holds its launch."""
-    names = np.full(len(k), None, dtype=object)
+    launching thread) that holds its launch. Codes into the range names, never a string per event
+    (an object column cost 8 bytes a row and a copy at the end)."""
     gpu_ann = annotations[annotations["domain"] == "gpu"].reset_index(drop=True)
     cpu_ann = annotations[annotations["domain"] == "cpu"].reset_index(drop=True)
-    done = np.zeros(len(k), bool)
+    code = np.full(len(k), -1, dtype=np.int64)  # into gpu_ann's names, then cpu_ann's
     if len(gpu_ann):
         lanes_k, lanes_r = _lane_keys(k, gpu_ann)
-        idx = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_ann, lanes_r)
-        done = idx >= 0
-        names[done] = gpu_ann["name"].to_numpy(object)[idx[done]]
+        code = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_ann, lanes_r)
     if len(cpu_ann):
         points, _ = _kernel_points(k)
         tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
         idx = _assign(points, tids, cpu_ann, cpu_ann["tid"].to_numpy("int64"))
-        fresh = ~done & (idx >= 0)
-        names[fresh] = cpu_ann["name"].to_numpy(object)[idx[fresh]]
-    return names
+        fresh = (code < 0) & (idx >= 0)
+        code[fresh] = len(gpu_ann) + idx[fresh]
+    labels = np.array([*gpu_ann["name"].astype(str), *cpu_ann["name"].astype(str)], dtype=object)
+    if not len(labels):
+        return pd.Categorical.from_codes(code, categories=pd.Index([], dtype=object))
+    unique, remap = np.unique(labels, return_inverse=True)  # two ranges may share a name
+    return pd.Categorical.from_codes(np.where(code >= 0, remap[np.maximum(code, 0)], -1), categories=unique)
 
 
 def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
@@ -186,5 +188,5 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
         trace.events.loc[step_idx < 0, "step"] = pd.NA
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
-    trace.events["annotation"] = pd.array(_annotations(k, annotations), dtype="string")
+    trace.events["annotation"] = _annotations(k, annotations)
     return trace

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -44,7 +45,7 @@ def load_traces(
     traces = loaded if isinstance(loaded, list) else [loaded]
     for trace in traces:
         keep_possible_times(trace)
-        trace.events["file"] = pd.Categorical([str(path)] * len(trace.events))
+        trace.events["file"] = pd.Categorical.from_codes(np.zeros(len(trace.events), dtype=np.int8), [str(path)])
         assign_ranges(trace, step_pattern)
     return traces
 
