@@ -16,6 +16,12 @@ from kprof.ingest.registry import LoadOptions, probe
 from kprof.ingest.source import Progress
 from kprof.trace import Trace
 
+# What reading a trace costs, as measured by benchmarks/ingest_memory.py (docs/benchmarks.md).
+OUT_OF_MEMORY = (
+    "ran out of memory while reading it: kprof needs up to about 1.2 KB per device activity at its peak "
+    "(tiny kernels; Kineto about 0.5 KB); read it on a machine with more memory, or profile fewer steps"
+)
+
 
 def load_traces(
     path: Path,
@@ -39,6 +45,8 @@ def load_traces(
             raise KprofInputError(path, f"holds a value that is neither a number nor UTF-8 text ({e.reason})") from None
         except RecursionError:
             raise KprofInputError(path, "nests values deeper than kprof's decoder reads") from None
+        except MemoryError:  # an allocation refused (an address-space or cgroup limit): say so, no traceback
+            raise KprofInputError(path, OUT_OF_MEMORY) from None
         except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas' SQL reader wraps sqlite3's errors
             cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
             raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None
