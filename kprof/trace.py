@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -60,6 +62,15 @@ def _in_pandas_form(values: Any, arrow_type: pa.DataType) -> bool:
         return pa.types.is_dictionary(arrow_type) and pd.api.types.is_string_dtype(values.categories)
     nullable = _NULLABLE.get(arrow_type)
     return nullable is not None and isinstance(values, pd.arrays.IntegerArray) and values.dtype == nullable
+
+
+def categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:
+    """Codes into ``labels``, which may repeat (two mangled names can demangle alike, two ranges
+    share a name); a code of -1 is a missing value. Each label is stored once, never per row."""
+    if not len(labels):
+        return pd.Categorical.from_codes(codes, categories=pd.Index([], dtype=object))
+    unique, remap = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), categories=unique.tolist())
 
 
 def events_table(columns: dict[str, Any]) -> pd.DataFrame:

@@ -19,7 +19,7 @@ import pandas as pd
 from kprof.errors import checked_regex
 from kprof.ingest.names import name_matches
 from kprof.intervals import innermost_containing
-from kprof.trace import Trace
+from kprof.trace import Trace, categorical
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#(\d+)$"
 
@@ -165,11 +165,7 @@ def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> pd.Categorical:
         idx = _assign(points, tids, cpu_ann, cpu_ann["tid"].to_numpy("int64"))
         fresh = (code < 0) & (idx >= 0)
         code[fresh] = len(gpu_ann) + idx[fresh]
-    labels = np.array([*gpu_ann["name"].astype(str), *cpu_ann["name"].astype(str)], dtype=object)
-    if not len(labels):
-        return pd.Categorical.from_codes(code, categories=pd.Index([], dtype=object))
-    unique, remap = np.unique(labels, return_inverse=True)  # two ranges may share a name
-    return pd.Categorical.from_codes(np.where(code >= 0, remap[np.maximum(code, 0)], -1), categories=unique)
+    return categorical(code, [*gpu_ann["name"].astype(str), *cpu_ann["name"].astype(str)])
 
 
 def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:

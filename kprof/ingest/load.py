@@ -36,17 +36,24 @@ def load_traces(
     ``rank`` overrides the rank of a one-rank file; when None, the file's own rank is used where it
     has one, else 0.
     """
+    try:
+        return _read(path, LoadOptions(rank=rank, recover=recover, on_progress=on_progress), step_pattern)
+    except MemoryError:  # an allocation refused (an address-space or cgroup limit): say so, no traceback
+        raise KprofInputError(path, OUT_OF_MEMORY) from None
+
+
+def _read(path: Path, options: LoadOptions, step_pattern: str | None) -> list[Trace]:
+    """The file through its format's reader, each of its ranks given steps and annotations; what the
+    reader cannot take (a value too large, bytes for text, a damaged database) is one line."""
     with probe(path) as (fmt, p):
         try:
-            loaded = fmt.load(p, LoadOptions(rank=rank, recover=recover, on_progress=on_progress))
+            loaded = fmt.load(p, options)
         except (pa.ArrowInvalid, OverflowError) as e:
             raise KprofInputError(path, f"a value does not fit the normalized table ({e})") from None
         except UnicodeDecodeError as e:  # an SQLite column holding bytes (a BLOB) where text or numbers belong
             raise KprofInputError(path, f"holds a value that is neither a number nor UTF-8 text ({e.reason})") from None
         except RecursionError:
             raise KprofInputError(path, "nests values deeper than kprof's decoder reads") from None
-        except MemoryError:  # an allocation refused (an address-space or cgroup limit): say so, no traceback
-            raise KprofInputError(path, OUT_OF_MEMORY) from None
         except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas' SQL reader wraps sqlite3's errors
             cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
             raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None

@@ -33,7 +33,7 @@ from kprof.ingest.normalize import trace_meta
 from kprof.ingest.ranks import device_of_range_processes, ranks_from_process_names, ranks_of, split_by_rank
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import Progress
-from kprof.trace import Trace, events_table, range_table
+from kprof.trace import Trace, categorical, events_table, range_table
 
 
 def load(
@@ -56,12 +56,6 @@ def load(
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _categorical(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
-    """Codes into ``labels``, which may repeat (two mangled names can demangle alike)."""
-    unique, remap = np.unique(np.array(labels, dtype=object), return_inverse=True)
-    return pd.Categorical.from_codes(remap[codes], categories=unique.tolist())
 
 
 def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArray:
@@ -133,7 +127,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     name_codes = remap[name_ids]
     demangled = demangle_all(raw_names.tolist())
     full_names = [demangled.get(n, n) for n in raw_names.tolist()]
-    full = _categorical(name_codes, full_names)
+    full = categorical(name_codes, full_names)
     kinds = pd.Categorical(np.array(GPU_KIND_NAMES, dtype=object)[joined(c.gpu_kind, np.int8)])
     c.gpu_name.clear()
     c.gpu_kind.clear()
@@ -152,7 +146,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
         "end_ns": _not_null(start + dur),
         "dur_ns": _not_null(dur),
         "name": full,
-        "short_name": _categorical(name_codes, short_names),
+        "short_name": categorical(name_codes, short_names),
         "kind": kinds,
         "correlation": _nullable(g.pop("correlation")),
         "registers": _nullable(g.pop("registers"), np.int32),
