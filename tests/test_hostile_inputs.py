@@ -213,3 +213,33 @@ def test_a_trace_too_large_for_memory_is_one_line(tmp_path: Path, monkeypatch: p
     trace = write_trace(tmp_path / "t.json", [kernel("k", 10, 5, 1)])
     monkeypatch.setattr(kineto, "_build", refuse)
     _one_line(["trace", str(trace)], f"{trace}: ran out of memory while reading it")
+
+
+@pytest.mark.parametrize("fmt", ["rpd", "rocpd", "nsys"])
+def test_a_database_whose_typed_columns_are_all_null_reads_or_is_one_line(fmt: str, tmp_path: Path) -> None:
+    """SQLite keeps NULL in any column a schema does not forbid it in: every column but ids, times
+    and strings NULL (a device, stream, grid, launch and API columns among them) once crashed the
+    per-device busy time with a traceback."""
+    import sqlite3
+
+    from tests.synthetic_traces import WRITERS
+
+    path = WRITERS[fmt](tmp_path / f"nulls-{fmt}", 50)
+    nulled = 0
+    with sqlite3.connect(path) as con:
+        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            columns = [row[1] for row in con.execute(f'PRAGMA table_info("{table}")')]
+            kept = ("id", "start", "end", "string", "value")
+            for column in [c for c in columns if c not in kept and not c.endswith(("_id", "Id"))]:
+                try:
+                    con.execute(f'UPDATE "{table}" SET "{column}" = NULL')
+                    nulled += 1
+                except sqlite3.Error:  # a NOT NULL column (nsys's schema has some) stays as it is
+                    pass
+    assert nulled >= 1
+    res = runner.invoke(app, ["trace", str(path), "--format", "json"])
+    if res.exit_code == 2:
+        assert res.stderr.startswith("kprof: error: ") and res.stderr.count("\n") == 1, res.stderr
+    else:
+        assert res.exit_code == 0, (res.output, repr(res.exception))
+        assert json.loads(res.stdout)["kernels"], res.stdout

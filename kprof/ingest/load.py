@@ -12,14 +12,15 @@ import pyarrow as pa
 
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges
+from kprof.ingest.memory import PEAK_BYTES_PER_ACTIVITY, MemoryGuard
 from kprof.ingest.registry import LoadOptions, probe
 from kprof.ingest.source import Progress
 from kprof.trace import Trace
 
 # What reading a trace costs, as measured by benchmarks/ingest_memory.py (docs/benchmarks.md).
 OUT_OF_MEMORY = (
-    "ran out of memory while reading it: kprof needs up to about 1.2 KB per device activity at its peak "
-    "(tiny kernels; Kineto about 0.5 KB); read it on a machine with more memory, or profile fewer steps"
+    f"ran out of memory while reading it: kprof needs up to about {PEAK_BYTES_PER_ACTIVITY} B per device activity "
+    "at its peak; read it on a machine with more memory, or profile fewer steps"
 )
 
 
@@ -37,7 +38,8 @@ def load_traces(
     has one, else 0.
     """
     try:
-        return _read(path, LoadOptions(rank=rank, recover=recover, on_progress=on_progress), step_pattern)
+        options = LoadOptions(rank=rank, recover=recover, on_progress=on_progress, memory=MemoryGuard.for_file(path))
+        return _read(path, options, step_pattern)
     except MemoryError:  # an allocation refused (an address-space or cgroup limit): say so, no traceback
         raise KprofInputError(path, OUT_OF_MEMORY) from None
 
@@ -60,6 +62,7 @@ def _read(path: Path, options: LoadOptions, step_pattern: str | None) -> list[Tr
     traces = loaded if isinstance(loaded, list) else [loaded]
     for trace in traces:
         keep_possible_times(trace)
+        known_devices(trace)
         trace.events["file"] = pd.Categorical.from_codes(np.zeros(len(trace.events), dtype=np.int8), [str(path)])
         assign_ranges(trace, step_pattern)
     return traces
@@ -101,3 +104,12 @@ def keep_possible_times(trace: Trace) -> None:
         events.loc[backwards, "end_ns"] = events.loc[backwards, "start_ns"]
         events.loc[backwards, "dur_ns"] = 0
     trace.events = events
+
+
+def known_devices(trace: Trace) -> None:
+    """Every activity on a device: one whose record names none (a NULL in a database, a blank CSV
+    field) is put on device -1, and said, so that busy time still counts it once."""
+    missing = trace.events["device"].isna().to_numpy(bool)
+    if missing.any():
+        trace.warnings.append(f"{int(missing.sum())} activities name no device: counted on device -1")
+        trace.events.loc[missing, "device"] = -1

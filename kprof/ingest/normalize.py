@@ -71,6 +71,23 @@ def integer_columns(
         frame[column] = integers(frame[column], path, source, where, column in required)
 
 
+def looked_up(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series], values: pd.Series) -> pd.Series:
+    """For each row of ``keys`` (one column or several), ``values`` at the row of ``table_keys``
+    with the same key; null where none has it, and of table rows sharing a key the last counts (as a
+    later API record replaces an earlier one). An index lookup, not a merge: a merge copies every
+    column of a trace to add one."""
+    import pandas as pd
+
+    table = pd.DataFrame({i: k.reset_index(drop=True) for i, k in enumerate(table_keys)})
+    last = ~table.duplicated(keep="last").to_numpy(bool)
+    if len(table_keys) == 1:
+        at = pd.Index(table[0][last]).get_indexer(keys[0])
+    else:
+        at = pd.MultiIndex.from_frame(table[last]).get_indexer(pd.MultiIndex.from_arrays(keys))
+    found = values.reset_index(drop=True)[last].reset_index(drop=True).astype("Int64").array
+    return pd.Series(found.take(at, allow_fill=True), copy=False)
+
+
 def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = True) -> list[str]:
     """``values`` (whatever a SQLite column holds) as text: a number as it prints, bytes as UTF-8.
     NULL is a one-line error naming ``what`` and ``where(i)`` where ``required``, else ``""``."""

@@ -14,6 +14,7 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from kprof.errors import KprofInputError
+from kprof.ingest.memory import MemoryGuard
 from kprof.ingest.source import SQLITE_MAGIC, Progress, head, local_sqlite
 from kprof.trace import Trace
 
@@ -79,6 +80,7 @@ class LoadOptions:
     rank: int | None = None  # None: the file's own rank where it has one, else 0
     recover: bool | None = None  # keep every complete event of a truncated file
     on_progress: Progress | None = None  # (bytes read, file size), for formats read as a stream
+    memory: MemoryGuard | None = None  # told how many activities the file holds, refuses what cannot fit
 
 
 @dataclass(frozen=True)

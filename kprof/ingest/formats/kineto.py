@@ -28,6 +28,7 @@ from kprof.ingest.formats.kineto_events import (
     joined,
 )
 from kprof.ingest.formats.kineto_stream import collect
+from kprof.ingest.memory import MemoryGuard
 from kprof.ingest.names import demangle_all, short_name
 from kprof.ingest.normalize import trace_meta
 from kprof.ingest.ranks import device_of_range_processes, ranks_from_process_names, ranks_of, split_by_rank
@@ -37,25 +38,43 @@ from kprof.trace import Trace, categorical, events_table, range_table
 
 
 def load(
-    path: Path, rank: int | None = None, recover: bool | None = None, on_progress: Progress | None = None
+    path: Path,
+    rank: int | None = None,
+    recover: bool | None = None,
+    on_progress: Progress | None = None,
+    memory: MemoryGuard | None = None,
 ) -> Trace | list[Trace]:
     """Read one Kineto trace. ``recover`` (default: on for Kineto's unfinished ``.tmp`` files) keeps
     every complete event of a truncated file and records a warning instead of failing. A file
-    holding several ranks gives one trace per rank."""
+    holding several ranks gives one trace per rank; ``memory`` refuses one that cannot fit."""
     if recover is None:
         recover = path.name.endswith(".tmp")
+    progress = _told(on_progress, memory)
     was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects: the cyclic GC would only rescan them
     try:
         try:
-            return _build(path, collect(path, recover, FAST, on_progress), rank)
+            return _build(path, collect(path, recover, FAST, progress, memory), rank)
         except InexactTimes:
-            return _build(path, collect(path, recover, EXACT, on_progress), rank)
+            return _build(path, collect(path, recover, EXACT, progress, memory), rank)
     except TimeOutOfRange:
         raise KprofInputError(path, "a ts or dur value is out of range (beyond int64 nanoseconds)") from None
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _told(on_progress: Progress | None, memory: MemoryGuard | None) -> Progress | None:
+    """One progress callback for the caller's display and the memory guard's projection."""
+    if memory is None:
+        return on_progress
+
+    def progress(done: int, total: int) -> None:
+        memory.position(done, total)
+        if on_progress is not None:
+            on_progress(done, total)
+
+    return progress
 
 
 def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArray:
@@ -245,5 +264,5 @@ FORMAT = TraceFormat(
     "kineto",
     "Kineto JSON(.gz) from the PyTorch profiler",
     _is_kineto,
-    lambda p, o: load(p.path, rank=o.rank, recover=o.recover, on_progress=o.on_progress),
+    lambda p, o: load(p.path, rank=o.rank, recover=o.recover, on_progress=o.on_progress, memory=o.memory),
 )

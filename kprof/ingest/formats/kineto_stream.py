@@ -21,6 +21,7 @@ import msgspec
 from kprof.errors import KprofInputError
 from kprof.ingest.formats import kineto_scan as ks
 from kprof.ingest.formats.kineto_events import Decoders, Document, Event, EventBuffer
+from kprof.ingest.memory import MemoryGuard
 from kprof.ingest.source import TRUNCATED_GZIP, Progress, stream_into
 
 PIECE_BYTES = 4 << 20
@@ -177,8 +178,16 @@ class _Pending:
         self.events_at = -1  # the document's head is decoded: later cuts have no floor
 
 
-def _stream(path: Path, collector: EventBuffer, recover: bool, dec: Decoders, on_progress: Progress | None) -> None:
-    """Decode the file piece by piece into ``collector``; see the module docstring."""
+def _stream(
+    path: Path,
+    collector: EventBuffer,
+    recover: bool,
+    dec: Decoders,
+    on_progress: Progress | None,
+    memory: MemoryGuard | None,
+) -> None:
+    """Decode the file piece by piece into ``collector``; see the module docstring. ``memory`` is
+    told the activities kept after each piece (and, through ``on_progress``, how far the file is read)."""
     pending = _Pending()
     array_form: bool | None = None
     first = True
@@ -207,6 +216,8 @@ def _stream(path: Path, collector: EventBuffer, recover: bool, dec: Decoders, on
             _check_size(path, pending)
             continue
         first = _take_piece(path, collector, cut.start(), array_form, first, dec, pending)
+        if memory is not None:
+            memory.expect_share(collector.gpu_rows)
     if array_form is None:
         raise KprofInputError(path, "holds only whitespace")
     data = pending.rest()
@@ -217,6 +228,8 @@ def _stream(path: Path, collector: EventBuffer, recover: bool, dec: Decoders, on
         for scanned in collector.ahead.drain():
             collector.take_scanned(scanned)
     _finish(path, collector, opening + data, array_form, recover, dec)
+    if memory is not None:  # every activity is in: the table is still to build, the peak to come
+        memory.expect(collector.gpu_rows)
 
 
 def _take_piece(
@@ -358,18 +371,20 @@ def _field_type_error(path: Path, err: msgspec.ValidationError) -> KprofInputErr
     return KprofInputError(path, f"unexpected field type: {err}")
 
 
-def collect(path: Path, recover: bool, dec: Decoders, on_progress: Progress | None) -> EventBuffer:
+def collect(
+    path: Path, recover: bool, dec: Decoders, on_progress: Progress | None, memory: MemoryGuard | None = None
+) -> EventBuffer:
     """The file's kept events as columns: pieces scanned ahead in worker threads when the compiled
     scanner reads them all, else a piece at a time (scanner or msgspec for each)."""
     if ks.enabled() and SCAN_WORKERS > 1:
         try:
             with ks.ScanAhead(SCAN_WORKERS) as ahead:
                 collector = EventBuffer(path, dec.exact, ahead=ahead)
-                _stream(path, collector, recover, dec, on_progress)
+                _stream(path, collector, recover, dec, on_progress, memory)
             collector.ahead = None
             return collector
         except ks.Unscanned:
             pass
     collector = EventBuffer(path, dec.exact)
-    _stream(path, collector, recover, dec, on_progress)
+    _stream(path, collector, recover, dec, on_progress, memory)
     return collector

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.ingest.normalize import full_and_short, integer_columns, integers, numbered, trace_meta
+from kprof.ingest.normalize import full_and_short, integer_columns, integers, looked_up, numbered, trace_meta
 from kprof.ingest.ranks import ranks_of, split_by_rank
-from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, events_table, range_table
+from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
+from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
+from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "nsys session ns (CPU and GPU on one timeline from the capture's start; not Unix epoch)"
 KERNELS, MEMCPY, MEMSET, RUNTIME = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "MEMCPY", "MEMSET", "RUNTIME"))
@@ -46,14 +47,25 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in con.execute(f'PRAGMA table_info("{table}")')}
 
 
-def _select(con: sqlite3.Connection, table: str, wanted: dict[str, str]) -> pd.DataFrame:
-    """``wanted`` (output name → column) from ``table``, NULL for the columns this export lacks;
-    an empty frame when the table is absent (nsys creates tables only when they have rows)."""
+def _select(
+    con: sqlite3.Connection,
+    table: str,
+    wanted: dict[str, str],
+    path: Path,
+    required: tuple[str, ...] = ("start", "end"),
+) -> pd.DataFrame:
+    """``wanted`` (output name → integer column) from ``table`` as nullable int64, read a chunk at a
+    time, NULL for the columns this export lacks; empty when the table is absent (nsys creates
+    tables only when they have rows). A value that is not an integer is one line naming its row."""
     have = _columns(con, table)
-    if not have:
-        return pd.DataFrame(columns=list(wanted))
-    parts = [f'"{col}" AS "{name}"' if col in have else f'NULL AS "{name}"' for name, col in wanted.items()]
-    return pd.read_sql_query(f'SELECT {", ".join(parts)} FROM "{table}"', con, dtype_backend="numpy_nullable")
+    gathered = Gathered()
+    if have:
+        parts = [f'"{col}" AS "{name}"' if col in have else f'NULL AS "{name}"' for name, col in wanted.items()]
+        sources = {name: f"{table}.{col}" for name, col in wanted.items()}
+        for offset, chunk in query_chunks(con, f'SELECT {", ".join(parts)} FROM "{table}"'):
+            integer_columns(chunk, sources, path, numbered(f"in {table} row", offset + 1), required)
+            gathered.add(**{name: chunk[name] for name in wanted})
+    return pd.DataFrame({name: gathered.column(name, pd.Series([], dtype="Int64")) for name in wanted})
 
 
 def _strings(con: sqlite3.Connection) -> dict[int, str]:
@@ -92,43 +104,39 @@ _KERNEL = {
 }
 
 
-def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str]) -> pd.DataFrame:
-    k = _select(con, KERNELS, _KERNEL)
-    in_kernel = numbered(f"in {KERNELS} row")
-    integer_columns(k, {c: f"{KERNELS}.{src}" for c, src in _KERNEL.items()}, path, in_kernel)
+def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str], labels: Labels) -> pd.DataFrame:
+    k = _select(con, KERNELS, _KERNEL, path)
     # The mangled name, demangled by kprof as for every other format (nsys's own demangler writes
     # ``<unnamed>`` and ``(int)4`` where the PyTorch profiler writes ``(anonymous namespace)`` and
     # ``4``: the same kernel would get two names); else nsys's demangled name, else its short one.
     name_id = k["mangled"].fillna(k["demangled"]).fillna(k["short"])
-    names = [strings.get(int(i), f"kernel (name id {i})") if pd.notna(i) else "kernel" for i in name_id]
-    k["raw_name"] = [n.replace("<unnamed>", "(anonymous namespace)") for n in names]
+
+    def label(i: Any) -> tuple[str, str]:
+        name = strings.get(int(i), f"kernel (name id {i})") if pd.notna(i) else "kernel"
+        return name.replace("<unnamed>", "(anonymous namespace)"), "kernel"
+
+    k["raw"] = labels.codes_of(name_id, label)
     k["shared"] = k["static_shared"].fillna(0) + k["dynamic_shared"].fillna(0)
     k.loc[k["static_shared"].isna() & k["dynamic_shared"].isna(), "shared"] = pd.NA
-    k["kind"] = "kernel"
     return k
 
 
-def _copies(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
-    m = _select(con, MEMCPY, {**_ACTIVITY, "copy_kind": "copyKind"})
-    integer_columns(m, {c: f"{MEMCPY}.{c}" for c in [*_ACTIVITY, "copy_kind"]}, path, numbered(f"in {MEMCPY} row"))
-    m["raw_name"] = [
-        f"Memcpy {_COPY_KINDS.get(int(c), 'Unknown') if pd.notna(c) else 'Unknown'}" for c in m["copy_kind"]
-    ]
-    m["kind"] = "memcpy"
-    s = _select(con, MEMSET, _ACTIVITY)
-    integer_columns(s, {c: f"{MEMSET}.{c}" for c in _ACTIVITY}, path, numbered(f"in {MEMSET} row"))
-    s["raw_name"] = "Memset"
-    s["kind"] = "memset"
+def _copies(con: sqlite3.Connection, path: Path, labels: Labels) -> pd.DataFrame:
+    m = _select(con, MEMCPY, {**_ACTIVITY, "copy_kind": "copyKind"}, path)
+    m["raw"] = labels.codes_of(
+        m["copy_kind"],
+        lambda c: (f"Memcpy {_COPY_KINDS.get(int(c), 'Unknown') if pd.notna(c) else 'Unknown'}", "memcpy"),
+    )
+    s = _select(con, MEMSET, _ACTIVITY, path)
+    s["raw"] = labels.codes_of(pd.Series(0, index=s.index), lambda _: ("Memset", "memset"))
     return pd.concat([m, s], ignore_index=True)
 
 
 def _launches(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
-    """CUDA API calls that carry a correlation id: the launches (one per process and id)."""
-    r = _select(con, RUNTIME, {"start": "start", "global_tid": "globalTid", "correlation": "correlationId"})
-    integer_columns(r, {c: f"{RUNTIME}.{c}" for c in r.columns}, path, numbered(f"in {RUNTIME} row"), ())
+    """CUDA API calls that carry a correlation id: the launches."""
+    r = _select(con, RUNTIME, {"start": "start", "global_tid": "globalTid", "correlation": "correlationId"}, path, ())
     r = r[r["correlation"].notna() & r["global_tid"].notna()]
-    r = r.assign(pid=_pid(r["global_tid"]), tid=_tid(r["global_tid"]))
-    return r.drop_duplicates(["pid", "correlation"], keep="last")
+    return r.assign(pid=_pid(r["global_tid"]), tid=_tid(r["global_tid"]))
 
 
 _CHUNK_ROWS = 1 << 18
@@ -208,37 +216,35 @@ def _meta_rows(con: sqlite3.Connection, table: str) -> dict[str, str]:
 
 
 def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[Trace]:
-    strings = _strings(con)
-    acts = pd.concat([_kernels(con, path, strings), _copies(con, path)], ignore_index=True)
+    strings, labels = _strings(con), Labels()
+    acts = pd.concat([_kernels(con, path, strings, labels), _copies(con, path, labels)], ignore_index=True)
     timed = acts["start"].notna() & acts["end"].notna() & (acts["start"] > 0)  # CUPTI writes 0/0 when it has no times
     untimed = int((~timed).sum())
-    acts = acts[timed].reset_index(drop=True)
-    acts["pid"] = _pid(acts["global_pid"]).astype("Int64")
+    joined = acts[timed].reset_index(drop=True)
+    del acts
+    joined["pid"] = _pid(joined["global_pid"]).astype("Int64")
     launches = _launches(con, path)
-    launches = launches[["pid", "correlation", "start", "tid"]].rename(
-        columns={"start": "launch_ns", "tid": "launch_tid"}
-    )
-    if len(acts) and acts["pid"].isna().all():  # an older export: activities name no process
-        by_id = launches.drop(columns="pid").drop_duplicates("correlation", keep="last")
-        joined = acts.merge(by_id, on="correlation", how="left")
+    if len(joined) and joined["pid"].isna().all():  # an older export: activities name no process
+        keys, launch_keys = [joined["correlation"]], [launches["correlation"]]
     else:
-        joined = acts.merge(launches, on=["pid", "correlation"], how="left")
-    is_kernel = (joined["kind"] == "kernel").tolist()
-    full, short = full_and_short(joined["raw_name"].tolist(), is_kernel)
+        keys, launch_keys = [joined["pid"], joined["correlation"]], [launches["pid"], launches["correlation"]]
+    pairs = labels.values
+    full, short = full_and_short([raw for raw, _ in pairs], [kind == "kernel" for _, kind in pairs])
+    codes = joined["raw"].to_numpy(np.int32)
     cols: dict[str, Any] = {
         "device": joined["device"],
         "stream": joined["stream"],
         "start_ns": joined["start"],
         "end_ns": joined["end"],
         "dur_ns": (joined["end"] - joined["start"]).clip(lower=0),
-        "name": full,
-        "short_name": short,
-        "kind": joined["kind"],
+        "name": categorical(codes, full),
+        "short_name": categorical(codes, short),
+        "kind": categorical(codes, [kind for _, kind in pairs]),
         "correlation": joined["correlation"],
         "registers": joined.get("registers"),
         "shared_mem_bytes": joined.get("shared"),
-        "launch_ns": joined["launch_ns"],
-        "launch_tid": joined["launch_tid"],
+        "launch_ns": looked_up(keys, launch_keys, launches["start"]),
+        "launch_tid": looked_up(keys, launch_keys, launches["tid"]),
         **{f"{c}_{a}": joined.get(f"{c}_{a}") for c in ("grid", "block") for a in "xyz"},
     }
     nvtx = _nvtx(con, path)
@@ -302,6 +308,14 @@ def _no_activity(con: sqlite3.Connection) -> str:
     return text + ": every table is empty (kernels are recorded with nsys profile --trace=cuda)"
 
 
+def _load(p: Probe, options: LoadOptions) -> Trace | list[Trace]:
+    con = p.connect()
+    if options.memory is not None:
+        present = [t for t in (KERNELS, MEMCPY, MEMSET) if _columns(con, t)]
+        options.memory.expect(sum(con.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in present))
+    return load(con, p.path, options.rank)
+
+
 def _is_nsys(p: Probe) -> bool:
     if not p.is_sqlite:
         return False
@@ -316,6 +330,6 @@ FORMAT = TraceFormat(
     "nsys",
     "Nsight Systems SQLite export (nsys export --type sqlite)",
     _is_nsys,
-    lambda p, o: load(p.connect(), p.path, o.rank),
+    _load,
     sqlite=True,
 )

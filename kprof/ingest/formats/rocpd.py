@@ -7,11 +7,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
-from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, events_table, range_table
+from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
+from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
+from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 
@@ -37,30 +39,41 @@ KERNEL_INTEGERS = (
 )
 
 
+_KEPT = ("queue_id", "start", "end", "corr_id", "vgpr_count", "lds_size", "tid", *(f"workgroup_{a}" for a in "xyz"))
+
+
 def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
-    k = pd.read_sql_query(ROCPD_KERNELS, con, dtype_backend="numpy_nullable")
-    in_kernel = numbered("in kernel")
-    integer_columns(k, {c: f"kernels.{c}" for c in KERNEL_INTEGERS}, path, in_kernel)
-    full, short = full_and_short(texts(k["name"], path, "kernels.name", in_kernel))
-    device = k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"])
+    gathered, names = Gathered(), Labels()
+    for offset, k in query_chunks(con, ROCPD_KERNELS):
+        in_kernel = numbered("in kernel", offset + 1)
+        integer_columns(k, {c: f"kernels.{c}" for c in KERNEL_INTEGERS}, path, in_kernel)
+        gathered.add(
+            name=names.codes(texts(k["name"], path, "kernels.name", in_kernel)),
+            device=k["agent_log_index"].where(k["agent_log_index"].notna(), k["agent_abs_index"]),
+            **{c: k[c] for c in _KEPT},
+            **{f"grid_{a}": blocks(k[f"grid_{a}"], k[f"workgroup_{a}"]) for a in "xyz"},
+        )
+    k = {c: gathered.column(c, pd.Series([], dtype="Int64")) for c in ("device", *_KEPT, "grid_x", "grid_y", "grid_z")}
+    codes = gathered.column("name", np.zeros(0, np.int32))
+    full, short = full_and_short(names.values)
+    n = len(codes)
     cols: dict[str, Any] = {
-        "rank": [rank] * len(k),
-        "device": device,
+        "rank": np.full(n, rank, np.int32),
+        "device": k["device"],
         "stream": k["queue_id"],
         "start_ns": k["start"],
         "end_ns": k["end"],
         "dur_ns": (k["end"] - k["start"]).clip(lower=0),
-        "name": full,
-        "short_name": short,
-        "kind": ["kernel"] * len(k),
+        "name": categorical(codes, full),
+        "short_name": categorical(codes, short),
+        "kind": categorical(np.zeros(n, np.int8), ["kernel"]),
         "correlation": k["corr_id"],
         "registers": k["vgpr_count"],
         "shared_mem_bytes": k["lds_size"],
         "launch_tid": k["tid"],
+        **{f"block_{a}": k[f"workgroup_{a}"] for a in "xyz"},
+        **{f"grid_{a}": k[f"grid_{a}"] for a in "xyz"},
     }
-    for axis in "xyz":
-        cols[f"block_{axis}"] = k[f"workgroup_{axis}"]
-        cols[f"grid_{axis}"] = blocks(k[f"grid_{axis}"], k[f"workgroup_{axis}"])
     regions = pd.read_sql_query(
         "SELECT name, start, \"end\", pid, tid, category FROM regions WHERE category LIKE 'MARKER%'",
         con,
@@ -81,6 +94,13 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta)
 
 
+def _load(p: Probe, options: LoadOptions) -> Trace:
+    con = p.connect()
+    if options.memory is not None:
+        options.memory.expect(con.execute("SELECT COUNT(*) FROM kernels").fetchone()[0])
+    return load_rocpd(con, p.path, options.rank or 0)
+
+
 def _is_rocpd(p: Probe) -> bool:
     return p.is_sqlite and {"kernels", "rocpd_metadata"} <= p.sqlite_tables
 
@@ -89,7 +109,7 @@ FORMAT = TraceFormat(
     "rocpd",
     "rocprofv3 rocpd database",
     _is_rocpd,
-    lambda p, o: load_rocpd(p.connect(), p.path, o.rank or 0),
+    _load,
     priority=10,
     sqlite=True,
 )

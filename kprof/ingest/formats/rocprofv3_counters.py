@@ -12,14 +12,16 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.ingest.formats.rocprofv3_csv import ON_LINE, read_csv_text
-from kprof.ingest.normalize import full_and_short, integers
+from kprof.ingest.csv_columns import CsvColumn, read_columns, read_header
+from kprof.ingest.formats.rocprofv3_csv import ON_LINE
+from kprof.ingest.normalize import full_and_short
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
 from kprof.ingest.source import head
-from kprof.trace import Trace
+from kprof.trace import Trace, categorical
 
 COUNTER_COLUMNS = {"counter_name", "counter_value"}
 
@@ -33,24 +35,35 @@ def is_counter_file(path: Path) -> bool:
     return path.is_file() and is_counter_csv(Probe(path, head(path), ExitStack()))
 
 
+_COLUMNS = {
+    key: CsvColumn((key,), key.title(), integer=key == "dispatch_id", required=True)
+    for key in ("dispatch_id", "kernel_name", *sorted(COUNTER_COLUMNS))
+}
+
+
 def read_counters(path: Path) -> pd.DataFrame:
     """One row per (dispatch, counter): ``dispatch``, ``name`` (demangled), ``short_name``,
     ``counter``, ``value`` (float: rocprofv3 writes ``12904.000000``)."""
-    frame = read_csv_text(path)
-    for needed in ("dispatch_id", "kernel_name", *COUNTER_COLUMNS):
-        if needed not in frame.columns:
-            raise KprofInputError(path, f"counter collection without a {needed.title()} column")
-    values = pd.to_numeric(frame["counter_value"].replace("", None), errors="coerce")
-    bad = values.isna() & frame["counter_value"].ne("")
+    header = {name.strip().lower() for name in read_header(path)}
+    for needed, column in _COLUMNS.items():
+        if needed not in header:
+            raise KprofInputError(path, f"counter collection without a {column.what} column")
+    table = read_columns(path, _COLUMNS, ON_LINE)
+    texts: pd.Categorical = table.get("counter_value")
+    parsed = pd.to_numeric(pd.Series(texts.categories, dtype=object), errors="coerce").to_numpy(float)
+    values = np.append(parsed, np.nan)[texts.codes]
+    bad = np.isnan(values) & (texts.codes >= 0)
     if bad.any():
-        raise KprofInputError(path, f"Counter_Value is not a number {ON_LINE(int(bad.to_numpy().argmax()))}")
-    full, short = full_and_short(frame["kernel_name"].tolist())
+        raise KprofInputError(path, f"Counter_Value is not a number {ON_LINE(int(bad.argmax()))}")
+    kernels: pd.Categorical = table.get("kernel_name")
+    full, short = full_and_short([str(c) for c in kernels.categories])
+    counters: pd.Categorical = table.get("counter_name")
     return pd.DataFrame(
         {
-            "dispatch": integers(frame["dispatch_id"], path, "Dispatch_Id", ON_LINE, True),
-            "name": full,
-            "short_name": short,
-            "counter": frame["counter_name"].str.strip(),
+            "dispatch": table.get("dispatch_id"),
+            "name": categorical(kernels.codes, full).astype(object),
+            "short_name": categorical(kernels.codes, short).astype(object),
+            "counter": categorical(counters.codes, [str(c).strip() for c in counters.categories]).astype(object),
             "value": values,
         }
     )

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.errors import KprofInputError
-from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, integers, numbered, trace_meta
+from kprof.ingest.csv_columns import CsvColumn, read_columns
+from kprof.ingest.memory import MemoryGuard
+from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, looked_up, numbered, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.ingest.source import text_stream
-from kprof.trace import Trace, events_table, range_table
+from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 
@@ -50,42 +50,44 @@ def is_kernel_csv(cols: frozenset[str]) -> bool:
 
 
 def _agent_index(value: Any) -> int:
-    """``4``, ``"4"``, ``"Agent 4"`` or ``"GPU 3"`` → the number."""
+    """``4``, ``"4"``, ``"Agent 4"`` or ``"GPU 3"`` → the number; a blank field → -1."""
     if isinstance(value, (int, np.integer)):
         return int(value)
     m = re.search(r"-?\d+", str(value))
     return int(m.group()) if m else -1
 
 
-def read_csv_text(path: Path) -> pd.DataFrame:
-    """Every field as text, headers lower-cased; one-line errors for what is not CSV or not UTF-8."""
-    try:
-        with text_stream(path) as f:
-            frame = pd.read_csv(f, dtype=str, keep_default_na=False)
-    except UnicodeDecodeError as e:
-        raise KprofInputError(path, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise KprofInputError(path, f"malformed CSV ({str(e).splitlines()[0]})") from None
-    frame.columns = [c.strip().lower() for c in frame.columns]
-    return frame
-
-
-def _column(frame: pd.DataFrame, key: str) -> pd.Series | None:
-    for candidate in CSV_COLUMNS[key]:
-        if candidate in frame.columns:
-            return frame[candidate]
-    return None
-
-
 ON_LINE = numbered("on line", 2)  # the header is line 1
 
-
-def _ints(series: pd.Series | None, path: Path, what: str, required: bool = False) -> pd.Series | None:
-    if series is None:
-        if required:
-            raise KprofInputError(path, f"no {what} column")
-        return None
-    return integers(series, path, what, ON_LINE, required)
+#: what the kernel trace's loader reads, and what its messages call each column
+KERNEL_COLUMNS: dict[str, CsvColumn] = {
+    "name": CsvColumn(CSV_COLUMNS["name"], "Kernel_Name", integer=False, required=True),
+    "start": CsvColumn(CSV_COLUMNS["start"], "Start_Timestamp", required=True),
+    "end": CsvColumn(CSV_COLUMNS["end"], "End_Timestamp", required=True),
+    "agent": CsvColumn(CSV_COLUMNS["agent"], "Agent_Id", integer=False),
+    "queue": CsvColumn(CSV_COLUMNS["queue"], "Queue_Id"),
+    "stream": CsvColumn(CSV_COLUMNS["stream"], "Stream_Id"),
+    "thread": CsvColumn(CSV_COLUMNS["thread"], "Thread_Id"),
+    "correlation": CsvColumn(CSV_COLUMNS["correlation"], "Correlation_Id"),
+    "vgpr": CsvColumn(CSV_COLUMNS["vgpr"], "VGPR_Count"),
+    "lds": CsvColumn(CSV_COLUMNS["lds"], "LDS_Block_Size"),
+    **{
+        f"{kind}_{axis}": CsvColumn(CSV_COLUMNS[f"{kind}_{axis}"], f"{label}_{axis.upper()}")
+        for kind, label in (("wg", "Workgroup_Size"), ("grid", "Grid_Size"))
+        for axis in "xyz"
+    },
+}
+_LAUNCH_COLUMNS = {
+    "correlation": CsvColumn(CSV_COLUMNS["correlation"], "Correlation_Id", required=True),
+    "start": CsvColumn(CSV_COLUMNS["start"], "Start_Timestamp", required=True),
+}
+_MARKER_COLUMNS = {
+    "function": CsvColumn(("function",), "Function", integer=False, required=True),
+    "start": CsvColumn(("start_timestamp",), "Start_Timestamp", required=True),
+    "end": CsvColumn(("end_timestamp",), "End_Timestamp", required=True),
+    "pid": CsvColumn(("process_id",), "Process_Id"),
+    "tid": CsvColumn(("thread_id",), "Thread_Id"),
+}
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:
@@ -96,36 +98,35 @@ def _sibling(path: Path, suffix: str) -> Path | None:
     return candidate if candidate.exists() else None
 
 
-def load_csv(path: Path, rank: int) -> Trace:
-    frame = read_csv_text(path)
-    name = _column(frame, "name")
-    if name is None:
-        raise KprofInputError(path, "no Kernel_Name column")
-    start = _ints(_column(frame, "start"), path, "Start_Timestamp", required=True)
-    end = _ints(_column(frame, "end"), path, "End_Timestamp", required=True)
-    assert start is not None and end is not None
-    full_names, short_names = full_and_short(name.tolist())
-    queue = _ints(_column(frame, "queue"), path, "Queue_Id")
-    stream = _ints(_column(frame, "stream"), path, "Stream_Id")
-    agent = _column(frame, "agent")
+def load_csv(path: Path, rank: int, memory: MemoryGuard | None = None) -> Trace:
+    table = read_columns(path, KERNEL_COLUMNS, ON_LINE, memory)
+    n, col = table.rows, table.get
+    start, end = col("start"), col("end")
+    names: pd.Categorical = col("name")
+    full_names, short_names = full_and_short([str(c) for c in names.categories])
+    agent: pd.Categorical | None = col("agent")
+    device = (
+        np.append(np.array([_agent_index(a) for a in agent.categories], np.int64), -1)[agent.codes]
+        if agent is not None
+        else np.zeros(n, np.int64)
+    )
     cols: dict[str, Any] = {
-        "rank": [rank] * len(frame),
-        "device": agent.map(_agent_index) if agent is not None else [0] * len(frame),
-        "stream": (queue if queue is not None else stream),
+        "rank": np.full(n, rank, np.int32),
+        "device": device,
+        "stream": col("queue") if col("queue") is not None else col("stream"),
         "start_ns": start,
         "end_ns": end,
         "dur_ns": (end - start).clip(lower=0),
-        "name": full_names,
-        "short_name": short_names,
-        "kind": ["kernel"] * len(frame),
-        "correlation": _ints(_column(frame, "correlation"), path, "Correlation_Id"),
-        "registers": _ints(_column(frame, "vgpr"), path, "VGPR_Count"),
-        "shared_mem_bytes": _ints(_column(frame, "lds"), path, "LDS_Block_Size"),
-        "launch_tid": _ints(_column(frame, "thread"), path, "Thread_Id"),
+        "name": categorical(names.codes, full_names),
+        "short_name": categorical(names.codes, short_names),
+        "kind": categorical(np.zeros(n, np.int8), ["kernel"]),
+        "correlation": col("correlation"),
+        "registers": col("vgpr"),
+        "shared_mem_bytes": col("lds"),
+        "launch_tid": col("thread"),
     }
     for axis in "xyz":
-        wg = _ints(_column(frame, f"wg_{axis}"), path, f"Workgroup_Size_{axis.upper()}")
-        grid = _ints(_column(frame, f"grid_{axis}"), path, f"Grid_Size_{axis.upper()}")
+        wg, grid = col(f"wg_{axis}"), col(f"grid_{axis}")
         if wg is not None:
             cols[f"block_{axis}"] = wg
             if grid is not None:
@@ -133,42 +134,37 @@ def load_csv(path: Path, rank: int) -> Trace:
     warnings: list[str] = []  # kernels that end before they start: kprof.ingest.load.keep_possible_times
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
-        api = read_csv_text(hip)
-        launch = dict(
-            zip(
-                _ints(_column(api, "correlation"), hip, "Correlation_Id", True),
-                _ints(_column(api, "start"), hip, "Start_Timestamp", True),
-            )
-        )
-        cols["launch_ns"] = cols["correlation"].map(launch).astype("Int64")
+        api = read_columns(hip, _LAUNCH_COLUMNS, ON_LINE)
+        cols["launch_ns"] = looked_up([cols["correlation"]], [api.get("correlation")], api.get("start"))
     ranges = _marker_ranges(_sibling(path, "marker_api_trace.csv"))
     if len(ranges["name"]) and hip is None:
         warnings.append(
             "no hip_api_trace.csv beside the kernel trace: kernels are matched to marker ranges "
             "by their GPU start time and launching thread"
         )
-    meta = trace_meta(path, "rocprofv3-csv", rank, CLOCK, columns=list(frame.columns))
+    meta = trace_meta(path, "rocprofv3-csv", rank, CLOCK, columns=table.header)
     return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
 
 
 def _marker_ranges(path: Path | None) -> dict[str, Any]:
     if path is None:
         return empty_ranges()
-    frame = read_csv_text(path)
-    needed = ("function", "start_timestamp", "end_timestamp")
-    if any(c not in frame.columns for c in needed):
-        raise KprofInputError(path, "marker trace without Function/Start_Timestamp/End_Timestamp columns")
-    start = _ints(frame["start_timestamp"], path, "Start_Timestamp", True)
-    end = _ints(frame["end_timestamp"], path, "End_Timestamp", True)
-    pid = _ints(frame.get("process_id"), path, "Process_Id")
-    tid = _ints(frame.get("thread_id"), path, "Thread_Id")
-    keep = np.flatnonzero((end > start).to_numpy(bool))  # marks have start == end
+    table = read_columns(path, _MARKER_COLUMNS, ON_LINE)
+    start = table.get("start").to_numpy(np.int64)
+    end = table.get("end").to_numpy(np.int64)
+    keep = np.flatnonzero(end > start)  # marks have start == end
+    functions: pd.Categorical = table.get("function")
+
+    def ids(key: str) -> list[int]:
+        values = table.get(key)
+        return values.fillna(-1).to_numpy(np.int64)[keep].tolist() if values is not None else [-1] * len(keep)
+
     return cpu_ranges(
-        frame["function"].iloc[keep].tolist(),
-        [int(start.iat[i]) for i in keep],
-        [int(end.iat[i]) for i in keep],
-        [int(pid.iat[i]) if pid is not None else -1 for i in keep],
-        [int(tid.iat[i]) if tid is not None else -1 for i in keep],
+        pd.Series(functions).astype(object).fillna("").to_numpy()[keep].tolist(),
+        start[keep].tolist(),
+        end[keep].tolist(),
+        ids("pid"),
+        ids("tid"),
     )
 
 
@@ -180,5 +176,5 @@ FORMAT = TraceFormat(
     "rocprofv3-csv",
     "rocprofv3 kernel-trace CSV",
     _is_kernel_csv,
-    lambda p, o: load_csv(p.path, o.rank or 0),
+    lambda p, o: load_csv(p.path, o.rank or 0, o.memory),
 )

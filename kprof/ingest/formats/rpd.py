@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kprof.ingest.normalize import (
@@ -23,8 +24,9 @@ from kprof.ingest.normalize import (
     texts,
     trace_meta,
 )
-from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, events_table, range_table
+from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
+from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
+from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "roctracer ns (not Unix epoch)"
 RPD_TABLES = frozenset({"rocpd_op", "rocpd_api", "rocpd_string"})
@@ -84,39 +86,77 @@ OP_TEXTS = {
 }
 
 
+def _ops(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
+    """The GPU ops a chunk at a time: integers checked, names and kinds as codes, and the API call
+    that launched each; an op met twice (through two API links) kept once, as first met."""
+    gathered, names, kinds = Gathered(), Labels(), Labels()
+    for offset, ops in query_chunks(con, OPS):
+        in_op = numbered("in GPU op", offset + 1)
+        integer_columns(ops, OP_INTEGERS, path, in_op)
+        text = {c: texts(ops[c], path, source, in_op, required) for c, (source, required) in OP_TEXTS.items()}
+        kind = [_kind(t) for t in text["op_type"]]
+        raw = [k or d or t for k, d, t in zip(text["kernel_name"], text["description"], text["op_type"])]
+        work_items = pd.Series([a in WORK_ITEM_LAUNCHES for a in text["api_name"]], index=ops.index)
+        grids = {
+            f"grid_{axis.lower()}": ops[f"grid{axis}"].where(
+                ~work_items, blocks(ops[f"grid{axis}"], ops[f"workgroup{axis}"])
+            )
+            for axis in "XYZ"
+        }
+        gathered.add(
+            id=ops["id"].fillna(-1).to_numpy(np.int64),
+            name=names.codes(zip(raw, kind)),
+            kind=kinds.codes(kind),
+            **{c: ops[c] for c in ("device", "stream", "start", "end", "launch_ns", "launch_tid", "groupSegmentSize")},
+            **{f"block_{axis.lower()}": ops[f"workgroup{axis}"] for axis in "XYZ"},
+            **grids,
+        )
+    ids = gathered.column("id", np.zeros(0, np.int64))
+    first = ~pd.Series(ids).duplicated().to_numpy()
+    columns = {key: gathered.column(key, pd.Series([], dtype="Int64")) for key in _OP_COLUMNS}
+    columns = {key: values[first].reset_index(drop=True) for key, values in columns.items()}
+    kind_labels = kinds.values
+    kind_codes = gathered.column("kind", np.zeros(0, np.int32))[first]
+    name_codes = gathered.column("name", np.zeros(0, np.int32))[first]
+    return {**columns, "kind": kind_codes, "kind_labels": kind_labels, "name": name_codes, "name_labels": names.values}
+
+
+_OP_COLUMNS = (
+    "device",
+    "stream",
+    "start",
+    "end",
+    "launch_ns",
+    "launch_tid",
+    "groupSegmentSize",
+    *(f"{c}_{axis}" for c in ("grid", "block") for axis in "xyz"),
+)
+
+
 def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
-    ops = pd.read_sql_query(OPS, con, dtype_backend="numpy_nullable").drop_duplicates("id")
-    in_op = numbered("in GPU op")
-    integer_columns(ops, OP_INTEGERS, path, in_op)
-    for column, (source, required) in OP_TEXTS.items():
-        ops[column] = texts(ops[column], path, source, in_op, required)
-    ops["kind"] = ops["op_type"].map(_kind)
-    skipped = int(ops["kind"].isna().sum())
-    ops = ops[ops["kind"].notna()].reset_index(drop=True)
-    raw_name = ops["kernel_name"].where(ops["kernel_name"] != "", ops["description"])
-    raw_name = raw_name.where(raw_name != "", ops["op_type"])
-    is_kernel = ops["kind"] == "kernel"
-    full, short = full_and_short(raw_name.tolist(), is_kernel.tolist())
-    work_items = ops["api_name"].isin(list(WORK_ITEM_LAUNCHES))
+    ops = _ops(con, path)
+    counted = np.array([k is not None for k in ops["kind_labels"]], bool)[ops["kind"]]
+    skipped = int((~counted).sum())
+    kept = np.flatnonzero(counted)
+    pairs = ops["name_labels"]
+    full, short = full_and_short([raw for raw, _ in pairs], [kind == "kernel" for _, kind in pairs])
+    start, end = ops["start"].iloc[kept].reset_index(drop=True), ops["end"].iloc[kept].reset_index(drop=True)
     cols: dict[str, Any] = {
-        "rank": [rank] * len(ops),
-        "device": ops["device"],
-        "stream": ops["stream"],
-        "start_ns": ops["start"],
-        "end_ns": ops["end"],
-        "dur_ns": (ops["end"] - ops["start"]).clip(lower=0),
-        "name": full,
-        "short_name": short,
-        "kind": ops["kind"],
-        "shared_mem_bytes": ops["groupSegmentSize"],
-        "launch_ns": ops["launch_ns"],
-        "launch_tid": ops["launch_tid"],
+        "rank": np.full(len(kept), rank, np.int32),
+        "device": ops["device"].iloc[kept],
+        "stream": ops["stream"].iloc[kept],
+        "start_ns": start,
+        "end_ns": end,
+        "dur_ns": (end - start).clip(lower=0),
+        "name": categorical(ops["name"][kept], full),
+        "short_name": categorical(ops["name"][kept], short),
+        "kind": categorical(ops["kind"][kept], [k or "" for k in ops["kind_labels"]]),
+        "shared_mem_bytes": ops["groupSegmentSize"].iloc[kept],
+        "launch_ns": ops["launch_ns"].iloc[kept],
+        "launch_tid": ops["launch_tid"].iloc[kept],
+        **{f"{c}_{axis}": ops[f"{c}_{axis}"].iloc[kept] for c in ("grid", "block") for axis in "xyz"},
     }
-    for axis in "XYZ":
-        block = ops[f"workgroup{axis}"]
-        grid = ops[f"grid{axis}"]
-        cols[f"block_{axis.lower()}"] = block
-        cols[f"grid_{axis.lower()}"] = grid.where(~work_items, blocks(grid, block))
+    cols = {k: v.reset_index(drop=True) if isinstance(v, pd.Series) else v for k, v in cols.items()}
     markers = pd.read_sql_query(MARKERS, con, dtype_backend="numpy_nullable")
     in_marker = numbered("in marker")
     integer_columns(markers, {c: f"rocpd_api.{c}" for c in ("start", "end", "pid", "tid")}, path, in_marker)
@@ -133,7 +173,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     warnings = (
         [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
     )
-    if not len(ops):
+    if not len(kept):
         calls = con.execute("SELECT COUNT(*) FROM rocpd_api").fetchone()[0]
         warnings.append(
             f"no GPU operations in the trace ({calls:,} API calls, no kernel, copy or fill): every table is empty"
@@ -146,10 +186,15 @@ def _has(con: sqlite3.Connection, table: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
 
 
+def _load(p: Probe, options: LoadOptions) -> Trace:
+    con = p.connect()
+    if options.memory is not None:
+        options.memory.expect(con.execute("SELECT COUNT(*) FROM rocpd_op").fetchone()[0])
+    return load(con, p.path, options.rank or 0)
+
+
 def _is_rpd(p: Probe) -> bool:
     return p.is_sqlite and p.sqlite_tables >= RPD_TABLES
 
 
-FORMAT = TraceFormat(
-    "rpd", "RPD (rocmProfileData) database", _is_rpd, lambda p, o: load(p.connect(), p.path, o.rank or 0), sqlite=True
-)
+FORMAT = TraceFormat("rpd", "RPD (rocmProfileData) database", _is_rpd, _load, sqlite=True)
