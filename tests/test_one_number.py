@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from kprof.analysis.run_analysis import attribute
 from kprof.cli import app
+from kprof.report.effects import effect_text
 from kprof.run_model import Role
 from kprof.store.run_folder import RunFolder
 from tests.conftest import ROOT
@@ -30,6 +31,18 @@ def _runs_with_levers() -> list[Path]:
 
 
 RUNS = _runs_with_levers()
+
+
+def _twin_runs() -> tuple[Path, Path]:
+    """Two stored runs of one workload, design and cases (the same command run twice)."""
+    seen: dict[str, Path] = {}
+    for meta in sorted((ROOT / "docs" / "runs").glob("*/*/meta.json")):
+        record = json.loads(meta.read_text())
+        key = json.dumps([record.get(k) for k in ("workload", "design", "cases", "levers")], default=str)
+        if key in seen:
+            return seen[key], meta.parent
+        seen[key] = meta.parent
+    pytest.skip("no two stored runs of one command")
 
 
 def _same(a: dict, b: dict, where: str) -> None:
@@ -84,3 +97,57 @@ def test_report_and_attribute_print_the_same_numbers() -> None:
     )
     for row in total:
         _same(row, legs[(row["case"], full)], row["case"])
+
+
+def _printed(args: list[str]) -> str:
+    res = runner.invoke(app, args, env={"COLUMNS": "300"}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def _holds_each(rows: list[dict], out: str, key: tuple[str, ...], where: str) -> int:
+    """Every row's effect text and verdict stand together on one line of ``out`` that names its key."""
+    lines = out.splitlines()
+    for row in rows:
+        text = effect_text(row)
+        found = [line for line in lines if text in line and all(str(row[k]) in line for k in key)]
+        assert found, (where, row, text)
+        assert any(row["verdict"] in line for line in found), (where, row["verdict"], found)
+    return len(rows)
+
+
+@pytest.mark.parametrize("fmt", ["table", "md"])
+def test_report_prints_its_json_numbers_in_every_format(fmt: str) -> None:
+    run = str(RUNS[0])
+    legs = json.loads(_printed(["report", run, "--format", "json"]))["legs"]
+    assert _holds_each(
+        [r for r in legs if r["verdict"] != "REFERENCE"], _printed(["report", run, "--format", fmt]), ("leg",), fmt
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "html"])
+def test_attribute_prints_its_json_numbers_in_every_format(fmt: str) -> None:
+    if fmt == "html":
+        pytest.importorskip("matplotlib")
+    run = str(RUNS[0])
+    levers = json.loads(_printed(["attribute", run, "--format", "json"]))["levers"]
+    assert _holds_each(levers, _printed(["attribute", run, "--format", fmt]), ("case",), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "csv"])
+def test_compare_prints_its_json_numbers_in_every_format(fmt: str) -> None:
+    a, b = (str(run) for run in _twin_runs())
+    legs = json.loads(_printed(["compare", a, b, "--format", "json"]))["legs"]
+    out = _printed(["compare", a, b, "--format", fmt])
+    if fmt != "csv":
+        assert _holds_each(legs, out, ("case", "leg"), fmt)
+        return
+    import csv
+    import io
+
+    rows = [r for r in csv.DictReader(io.StringIO(out)) if r["table"] == "legs"]
+    assert len(rows) == len(legs)
+    for row, leg in zip(rows, legs):
+        assert (row["case"], row["leg"], row["verdict"]) == (leg["case"], leg["leg"], leg["verdict"])
+        for f in ("effect_pct", "ci_low_pct", "ci_high_pct"):
+            assert float(row[f]) == pytest.approx(leg[f], rel=1e-9, abs=1e-9), (row["leg"], f)

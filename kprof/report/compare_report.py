@@ -7,18 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, NO_VERDICT, REPLICATES, UNEVEN, Comparison
+from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, REPLICATES, Comparison
 from kprof.ingest.names import labelled
+from kprof.report.effects import effect_text
 from kprof.report.table import Column, Document, Table, records, verdict_cell
-
-
-def effect_text(r: pd.Series) -> str:
-    if "effect_pct" not in r or pd.isna(r.get("effect_pct")):
-        return "–"
-    if r["verdict"] in (NO_VERDICT, UNEVEN) or not math.isfinite(r.get("ci_low_pct", math.nan)):
-        suffix = "" if r["verdict"] in (NO_VERDICT, UNEVEN) else " [too few repetitions for a 95% interval]"
-        return f"{r['effect_pct']:+.2f}%{suffix}"
-    return f"{r['effect_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]"
 
 
 def _num(v: Any) -> str:

@@ -10,8 +10,9 @@ from typing import Any
 import pandas as pd
 
 from kprof.analysis.run_analysis import RunReport
-from kprof.analysis.run_effects import NO_BASELINE, CaseSummary
+from kprof.analysis.run_effects import CaseSummary
 from kprof.engine.events import RESTARTED, death_sentence
+from kprof.report.effects import effect_text
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.revisions.git import cut_words
 from kprof.run_model import Role, Run
@@ -20,20 +21,6 @@ EFFECT_CONVENTION = (
     "effect = 100·(t_baseline/t_leg − 1), positive = faster; Hodges–Lehmann estimate with exact 95% interval "
     "over rounds"
 )
-
-
-def effect_text(row: pd.Series | dict[str, Any]) -> str:
-    """``+2.31% [+1.90, +2.70]``: estimate and 95% interval, positive = faster."""
-    if row["verdict"] == "REFERENCE":
-        return "reference"
-    if row["verdict"] == "MEASURED":
-        return "planted delay, timed alone"
-    if row["verdict"] == NO_BASELINE:
-        return "– (the baseline has none)"
-    lo, hi = row["ci_low_pct"], row["ci_high_pct"]
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{row['effect_pct']:+.2f}% [no 95% interval at {row['rounds']} rounds]"
-    return f"{row['effect_pct']:+.2f}% [{lo:+.2f}, {hi:+.2f}]"
 
 
 def effect_cell(row: pd.Series | dict[str, Any], with_verdict: bool = False) -> Cell:

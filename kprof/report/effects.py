@@ -1,0 +1,35 @@
+"""How an effect reads, in every command and format: one function, so that the same comparison
+never prints two texts (run, report, attribute and compare each had their own)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from kprof.analysis.compare import NO_VERDICT, UNEVEN
+from kprof.analysis.run_effects import NO_BASELINE
+
+
+def effect_text(row: pd.Series | dict[str, Any]) -> str:
+    """``+2.31% [+1.90, +2.70]``: estimate and 95% interval, positive = faster; the estimate alone
+    where no verdict may be formed, and what stands in for a number where there is none."""
+    verdict = row["verdict"]
+    if verdict == "REFERENCE":
+        return "reference"
+    if verdict == "MEASURED":
+        return "planted delay, timed alone"
+    if verdict == NO_BASELINE:
+        return "– (the baseline has none)"
+    effect = row.get("effect_pct")
+    if effect is None or pd.isna(effect):
+        return "–"
+    if verdict in (NO_VERDICT, UNEVEN):
+        return f"{effect:+.2f}%"
+    lo, hi = row.get("ci_low_pct", math.nan), row.get("ci_high_pct", math.nan)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        rounds = row.get("rounds")
+        why = f"no 95% interval at {rounds} rounds" if rounds is not None else "too few repetitions for a 95% interval"
+        return f"{effect:+.2f}% [{why}]"
+    return f"{effect:+.2f}% [{lo:+.2f}, {hi:+.2f}]"
