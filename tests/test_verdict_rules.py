@@ -237,3 +237,39 @@ def test_compares_gate_with_a_control_and_four_processes_passes_equal_code_and_c
     assert null["slower>1%"]["fail"] <= 1 / 12 and null["credibly-slower>1%"]["fail"] == 0, null
     assert caught["slower>1%"]["caught"] >= 0.9, caught
     assert bare["slower>1%"]["fail"] >= 0.5, bare
+
+
+QUIET_KERNEL = sim.Noise(sample_sigma=0.0001, round_sigma=0.00005, drift_sigma=0.0)
+
+
+@pytest.mark.parametrize("phase", [False, True], ids=["rounded", "random-phase"])
+def test_a_short_quiet_kernel_read_through_a_coarse_tick_is_covered(
+    phase: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 6.41 µs kernel 3× faster than its baseline, both read through a 32 ns tick with almost no
+    noise: every reading rounds alike, so the estimate is off by a fraction of a tick that no number
+    of rounds averages away. The interval carries the rounding's bound (half a tick per leg while
+    the readings spread by less than half a tick) and covers the truth; without it, it did not."""
+    import kprof.analysis.run_effects as run_effects
+
+    tick = sim.Tick(32, phase)
+    out = sim.scenario_tick(200.0, 6410, tick, QUIET_KERNEL, 16, 40, np.random.default_rng(7))
+    assert out["coverage"] >= 0.9 and out["FASTER"] == 1.0
+    assert out["median_tick_bound_pct"] == pytest.approx(100 * (16 / 6410 + 16 / 19230), rel=0.1)
+    monkeypatch.setattr(run_effects, "tick_bounds", lambda samples, quantum: {})
+    unbounded = sim.scenario_tick(200.0, 6410, tick, QUIET_KERNEL, 16, 40, np.random.default_rng(7))
+    assert unbounded["coverage"] <= 0.75
+
+
+def test_the_tick_is_found_from_quiet_legs_and_its_bound_fades_with_spread() -> None:
+    from kprof.analysis.run_effects import tick_bias_ns, timer_quantum
+
+    samples = sim.samples_for(
+        {"x": 200.0}, QUIET_KERNEL, 16, np.random.default_rng(0), base_ns=19230, tick=sim.Tick(32)
+    )
+    # three values (6,400, an outlier's 9,600 and 19,232 ns): steps of 100 and 301 ticks, which a
+    # tick a little larger fits within the readings' jitter too; the smallest step was the answer
+    assert timer_quantum(samples) == pytest.approx(32, rel=0.1)
+    assert tick_bias_ns(32, 0.0) == 16
+    assert tick_bias_ns(32, 14.0) == 16  # below half a tick once the rounding's own spread is taken off
+    assert tick_bias_ns(32, 32.0) < 0.01 * 32

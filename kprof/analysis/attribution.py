@@ -118,7 +118,8 @@ def attribute_run(
                 row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}
                 n = int(leg_rows.loc[leg, "rounds"])
             else:
-                eff = placed_effect(values.to_numpy(), spreads[key], placements, threshold, bias)
+                tick = summary.derived_tick if summary else 0.0
+                eff = placed_effect(values.to_numpy(), spreads[key], placements, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
@@ -136,8 +137,8 @@ def attribute_run(
     return table
 
 
-def _judged(series: pd.Series, threshold: float, bias: float) -> dict[str, Any]:
-    return placed_effect(series.to_numpy(), 0.0, 0, threshold, bias).row()
+def _judged(series: pd.Series, threshold: float, bias: float, tick: float) -> dict[str, Any]:
+    return placed_effect(series.to_numpy(), 0.0, 0, threshold, bias, tick).row()
 
 
 def _trend(per_dose: list[pd.Series]) -> float:
@@ -172,6 +173,7 @@ def sweep_table(
         summary = summaries.get(case)
         threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
         bias = summary.bias if summary else 0.0
+        tick = summary.tick if summary else lambda *legs: 0.0
         trend_p = _trend([logs[n] for _, n in doses])
         lever_trend_p = _trend([logs[n] - logs[baseline_at[v]] for v, n in paired])
         for value, leg in doses:
@@ -182,11 +184,11 @@ def sweep_table(
                 **(columns or {}).get(case, {}).get(str(value), {}),
                 time_us=float(np.exp(logs[leg]).median() / 1e3),
                 rounds=len(logs),
-                **_judged(logs[leg] - logs[target], threshold, bias),
+                **_judged(logs[leg] - logs[target], threshold, bias, tick(leg, target)),
                 trend_p=trend_p,
             )
             if baseline_at.get(value) in logs:
-                lever = _judged(logs[leg] - logs[baseline_at[value]], threshold, bias)
+                lever = _judged(logs[leg] - logs[baseline_at[value]], threshold, bias, tick(leg, baseline_at[value]))
                 row.update({f"lever_{k}": v for k, v in lever.items()}, lever_trend_p=lever_trend_p)
             rows.append(row)
     table = pd.DataFrame(rows)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,18 @@ class CaseSummary:
     placements: int = 0  # buffer sets (placements) the rounds rotated over
     bias: float = 0.0  # the A/A's bias bound, log units (0: every copy holds 0), in every other interval
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
+    ticks: dict[str, float] = field(default_factory=dict)  # each leg's timer-rounding bias bound, log units
+
+    def tick(self, *legs: str) -> float:
+        """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
+        return sum(self.ticks.get(leg, 0.0) for leg in legs)
+
+    @property
+    def derived_tick(self) -> float:
+        """The bound for a quantity derived from several legs (a Shapley value, a leave-one-out
+        difference, an interaction): each is a difference of weighted legs whose weights sum to at
+        most one on each side, so at most twice the largest leg's bound."""
+        return 2 * max(self.ticks.values(), default=0.0)
 
     @property
     def biased(self) -> bool:
@@ -86,17 +98,51 @@ TICK_JITTER_NS = 2.0  # device timestamps converted to ns land ±1 ns around the
 
 
 def timer_quantum(samples: pd.DataFrame) -> float | None:
-    """The device timer's tick: the smallest step between groups of sample values, where values
-    within TICK_JITTER_NS of each other are one group (an H200's kernel times come as 5,760, 5,761,
-    5,791, 5,792 … ns: a 32 ns tick read with ±1 ns rounding). None for the host clock."""
+    """The device timer's tick: the step between groups of sample values, where values within
+    TICK_JITTER_NS of each other are one group (an H200's kernel times come as 5,760, 5,761,
+    5,791, 5,792 … ns: a 32 ns tick read with ±1 ns rounding). Quiet legs may each read one value
+    only, so the smallest step between groups can be many ticks: the tick is the largest divisor of
+    that step of which (nine in ten of) the steps are whole multiples. None for the host clock, and where fewer than
+    three groups leave it undetermined (one step has any divisor)."""
     if not samples["timer"].str.startswith("cuda").any():
         return None
     values = np.unique(np.round(samples["time_ns"].to_numpy()))
     groups = np.split(values, np.flatnonzero(np.diff(values) > TICK_JITTER_NS) + 1)
-    if len(groups) < 2:
+    if len(groups) < 3:
         return None
     steps = np.diff([g.mean() for g in groups])
-    return float(np.median(steps[steps < 1.5 * steps.min()]))  # one tick apart (a group's mean wobbles)
+    smallest = float(np.median(steps[steps < 1.5 * steps.min()]))  # one tick apart (a group's mean wobbles)
+    for divisor in range(1, int(smallest // (2 * TICK_JITTER_NS)) + 1):
+        tick = smallest / divisor
+        off = np.abs(steps / tick - np.round(steps / tick)) * tick
+        if np.mean(off <= TICK_JITTER_NS) >= 0.9:  # a stray group (a sum of several kernels) may not fit
+            return tick
+    return smallest
+
+
+def tick_bias_ns(quantum: float, spread: float) -> float:
+    """The most a timer's rounding can bias the mean of a duration read through it (ns), given the
+    spread (SD) of its readings. The readings' own spread overstates the spread underneath by the
+    rounding's q²/12 (Sheppard), so that is taken off first. Below half a tick of spread the readings
+    may all round alike, by up to half a tick; from there the rounding dithers and the bias of a
+    rounded mean falls as Σₖ q/(πk)·exp(−2π²k²σ²/q²) (Widrow's quantization theorem, Gaussian
+    spread; two timestamps per duration), under 0.5% of a tick."""
+    sigma = math.sqrt(max(spread**2 - quantum**2 / 12, 0.0)) if math.isfinite(spread) else 0.0
+    if sigma < quantum / 2:
+        return quantum / 2
+    k = np.arange(1, 65)
+    return float(2 * np.sum(quantum / (np.pi * k) * np.exp(-2 * np.pi**2 * k**2 * sigma**2 / quantum**2)))
+
+
+def tick_bounds(samples: pd.DataFrame, quantum: float | None) -> dict[str, float]:
+    """Each leg's rounding bias bound in log units (the bias over its median time), from the spread
+    of its samples within a round (median over rounds); empty for a clock without a known tick."""
+    if not quantum:
+        return {}
+    timed = samples[~samples["burn_in"] & (samples["time_ns"] > 0)]
+    spread = timed.groupby(["leg", "round"], sort=False)["time_ns"].std().groupby(level="leg", sort=False).median()
+    typical = timed.groupby("leg", sort=False)["time_ns"].median()
+    return {str(leg): tick_bias_ns(quantum, float(spread.get(leg, 0.0))) / float(t) for leg, t in typical.items()}
 
 
 def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
@@ -146,10 +192,13 @@ def leg_effects(
         declared = [leg.name for leg in legs if leg.name in logs.columns]
         compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
         sigma_p = placement_spreads(d_all[compared], set_of_round)
-        bias = bias_bound(d_all, copies, sigma_p, n_placements)
+        quantum = timer_quantum(case_samples)
+        ticks = tick_bounds(case_samples, quantum)
+        tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
+        bias = bias_bound(d_all, copies, sigma_p, n_placements, tick_of)
         aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
         if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
-            aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold)
+            aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold, tick=tick_of[aa_leg])
         summaries[case] = CaseSummary(
             case=case,
             rounds=n,
@@ -158,7 +207,7 @@ def leg_effects(
             mde_pct=100 * (np.exp(mde) - 1),
             threshold_pct=100 * (np.exp(threshold) - 1),
             aa=aa,
-            quantum_ns=timer_quantum(case_samples),
+            quantum_ns=quantum,
             rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),
             placement_pct=100 * (np.exp(aa_placement) - 1),
@@ -166,6 +215,7 @@ def leg_effects(
             bias=bias,
             aa_copies=len(copies),
             timer=", ".join(sorted({str(t).split(" ")[0] for t in case_samples["timer"].unique()})),
+            ticks=ticks,
         )
         t_base = np.exp(logs[baseline]).median()
         for leg in declared:
@@ -183,13 +233,16 @@ def leg_effects(
                 )
             else:
                 own_bias = 0.0 if Role.AA in roles else bias  # A/A copies are the evidence: shown as measured
-                eff = placed_effect(d_all[leg].to_numpy(), sigma_p[leg], n_placements, threshold, own_bias)
+                eff = placed_effect(
+                    d_all[leg].to_numpy(), sigma_p[leg], n_placements, threshold, own_bias, tick_of[leg]
+                )
                 row.update(
                     eff.row(),
                     p_sign=eff.p_sign,
                     estimate=eff.estimate,
                     placement_pct=100 * (np.exp(sigma_p[leg]) - 1),
                     bias_bound_pct=100 * (np.exp(own_bias) - 1),
+                    tick_bound_pct=100 * (np.exp(tick_of[leg]) - 1),
                 )
             row["ratio_to_baseline"] = t_med / t_base
             rows.append(row)
@@ -201,13 +254,17 @@ def leg_effects(
     return table, summaries
 
 
-def placed_effect(d: np.ndarray, sigma_p: float, placements: int, threshold: float, bias: float = 0.0) -> S.Effect:
+def placed_effect(
+    d: np.ndarray, sigma_p: float, placements: int, threshold: float, bias: float = 0.0, tick: float = 0.0
+) -> S.Effect:
     """The one computation of an effect from per-round log differences: Hodges–Lehmann with its
-    exact interval, widened by the placement spread and by the case's bias bound (``bias``, log
-    units; 0 where the A/A holds 0), and its verdict — BIASED where the bound alone turns a FASTER or
-    SLOWER into something else. The leg table, attribution and sweeps all call it, so one
-    comparison prints one interval in every command."""
-    placed = S.with_verdict(S.with_placement(S.estimate(d), sigma_p, placements), threshold)
+    exact interval, widened by the placement spread, by what the timer's rounding may bias
+    (``tick``, log units: ``tick_bounds``) and by the case's bias bound (``bias``, log units; 0 where
+    the A/A holds 0), and its verdict — BIASED where the A/A bound alone turns a FASTER or SLOWER
+    into something else. The leg table, attribution and sweeps all call it, so one comparison
+    prints one interval in every command."""
+    widened = S.with_bias_bound(S.with_placement(S.estimate(d), sigma_p, placements), tick)
+    placed = S.with_verdict(widened, threshold)
     if bias <= 0:
         return placed
     bounded = S.with_verdict(S.with_bias_bound(placed, bias), threshold)
@@ -270,12 +327,17 @@ def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.Data
 
 
 def bias_bound(
-    d: pd.DataFrame, copies: list[str], spreads: dict[str, float] | None = None, placements: int = 0
+    d: pd.DataFrame,
+    copies: list[str],
+    spreads: dict[str, float] | None = None,
+    placements: int = 0,
+    ticks: dict[str, float] | None = None,
 ) -> float:
     """The bias the A/A copies show (log units): 0 when every copy's interval at level 1 − α/k (k
     copies: Bonferroni) holds 0, else the largest far end from 0 of the intervals that exclude it.
-    The interval is the one the copy's row prints (with its placement term): the gate once tested
-    the raw interval, and a row printed [−0.07, +0.26] SAME while its case was gated.
+    The interval is the one the copy's row prints (with its placement and timer-rounding terms):
+    the gate once tested the raw interval, and a row printed [−0.07, +0.26] SAME while its case was
+    gated.
 
     Why a bound and not a veto: an A/A discrepancy is evidence of a bias of about its size. The veto
     (every leg BIASED) silenced a +226% effect over a 0.008-point A/A in one H200 run of four, and, on
@@ -285,6 +347,7 @@ def bias_bound(
     for name in copies:
         effect = S.estimate(d[name].to_numpy(), alpha)
         effect = S.with_placement(effect, (spreads or {}).get(name, 0.0), placements, alpha)
+        effect = S.with_bias_bound(effect, (ticks or {}).get(name, 0.0))
         if effect.low > 0 or effect.high < 0:
             bound = max(bound, abs(effect.low), abs(effect.high))
     return bound

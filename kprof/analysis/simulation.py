@@ -36,6 +36,23 @@ class Noise:
     drift_sigma: float = 0.01  # shared by every leg of a round
 
 
+@dataclass(frozen=True)
+class Tick:
+    """A device timer that counts whole ticks of ``ns``. With ``phase`` a duration is its end's count
+    less its start's, the start anywhere within a tick (kernel starts are not synchronised with
+    the timer); without, every duration is rounded to the nearest tick (the worst case for a quiet
+    kernel: each reading of it rounds the same way)."""
+
+    ns: float
+    phase: bool = False
+
+    def read(self, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if not self.phase:
+            return np.round(t / self.ns) * self.ns
+        start = rng.uniform(0, self.ns, t.shape)
+        return (np.floor((start + t) / self.ns) - np.floor(start / self.ns)) * self.ns
+
+
 def legs_for(effects: dict[str, float]) -> list[Leg]:
     """Baseline, one A/A copy, and a leg per named true effect (percent, positive = faster)."""
     legs = [
@@ -52,10 +69,13 @@ def samples_for(
     rng: np.random.Generator,
     case: str = "c",
     placement: dict[str, list[float]] | None = None,
+    base_ns: float = BASE_NS,
+    tick: Tick | None = None,
 ) -> pd.DataFrame:
     """The samples table of one synthetic run (burn-in round included). Round r uses buffer set
     r mod 4, as kprof rotates them; ``placement`` adds a log effect per buffer set to a leg (where
-    its buffers happen to lie changes its time)."""
+    its buffers happen to lie changes its time); ``tick`` reads every time through a device timer
+    of that resolution."""
     log_effect = {"baseline": 0.0, "A/A": 0.0} | {k: -math.log1p(v / 100) for k, v in effects.items()}
     names = list(log_effect)
     n_legs, n_rounds = len(names), rounds + 1
@@ -65,8 +85,10 @@ def samples_for(
     sets = np.arange(n_rounds) % SETS
     for leg, per_set in (placement or {}).items():
         eff = eff + np.where(np.array(names) == leg, 1.0, 0.0)[None, :, None] * np.array(per_set)[sets][:, None, None]
-    t = BASE_NS * np.exp(eff + drift + level + rng.normal(0, noise.sample_sigma, (n_rounds, n_legs, SAMPLES)))
+    t = base_ns * np.exp(eff + drift + level + rng.normal(0, noise.sample_sigma, (n_rounds, n_legs, SAMPLES)))
     t = np.where(rng.random(t.shape) < OUTLIER_RATE, t * 1.5, t)
+    if tick is not None:
+        t = tick.read(t, rng)
     r, leg, sample = np.meshgrid(np.arange(n_rounds), np.arange(n_legs), np.arange(SAMPLES), indexing="ij")
     return pd.DataFrame(
         {
@@ -96,6 +118,26 @@ def run_once(
     table = table[table["leg"].isin(list(effects))].copy()
     table["true_pct"] = table["leg"].map(effects)
     return table, float(summaries["c"].mde_pct)
+
+
+def scenario_tick(
+    true_pct: float, leg_ns: float, tick: Tick, noise: Noise, rounds: int, runs: int, rng: np.random.Generator
+) -> dict:
+    """A leg of ``leg_ns`` with a true effect of ``true_pct`` against its baseline, both read through
+    ``tick``: how often the interval covers the truth, the median estimate, and the verdicts."""
+    effects = {"x": true_pct}
+    base_ns = leg_ns * (1 + true_pct / 100)
+    rows = []
+    for _ in range(runs):
+        samples = samples_for(effects, noise, rounds, rng, base_ns=base_ns, tick=tick)
+        rows.append(leg_effects(samples, legs_for(effects), 0.5)[0].set_index("leg").loc["x"])
+    table = pd.DataFrame(rows).assign(true_pct=true_pct)
+    return {
+        "coverage": float(table.apply(covers, axis=1).mean()),
+        "median_estimate_pct": float(table["effect_pct"].median()),
+        "median_tick_bound_pct": float(table["tick_bound_pct"].median()),
+        **{v: float(table["verdict"].eq(v).mean()) for v in ("FASTER", "SAME", "UNRESOLVED", "SLOWER", "BIASED")},
+    }
 
 
 def covers(row: pd.Series) -> bool:
