@@ -24,6 +24,7 @@ from kprof.analysis.simulation import (
     scenario_mde,
     scenario_rerun,
     scenario_same,
+    scenario_same_rounds,
     scenario_tick,
 )
 
@@ -52,6 +53,12 @@ def main() -> None:
         "mde_found_quiet_16": lambda: scenario_mde(QUIET, 16, 0.5, n, rng),
         "mde_found_noisy_16": lambda: scenario_mde(NOISY, 16, 0.5, n, rng),
         "mde_found_noisy_8": lambda: scenario_mde(NOISY, 8, 0.5, n, rng),
+        # every leg's time also depends on its buffer set (SD 0.3% or 1% per set, drawn anew per run)
+        "mde_found_noisy_16_placement_0.3": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.003),
+        "mde_found_noisy_16_placement_1": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.01),
+        # the printed rounds at which a leg with no effect reads SAME 80% of the time, then run at them
+        "same_rounds_quiet": lambda: scenario_same_rounds(QUIET, 0.5, n, rng),
+        "same_rounds_quiet_placement_0.1": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, 0.001),
         "true_1pct_noisy_16": lambda: scenario_same(1.0, NOISY, 16, 0.5, n, rng),
         "true_1pct_noisy_8": lambda: scenario_same(1.0, NOISY, 8, 0.5, n, rng),
         "lone_2pct_8_rounds": lambda: scenario_lone(2.0, 8, None, QUIET, 8, n, rng),

@@ -68,7 +68,7 @@ class CaseSummary:
     threshold_pct: float
     aa: S.Effect | None
     quantum_ns: float | None
-    rounds_for_threshold: int
+    rounds_for_same: int | None  # rounds at which a leg with no effect reads SAME 80% of the time (None: > 64)
     fewest_rounds: int = 6  # below this the exact test cannot give a verdict (a sweep family needs more)
     aa_copies: int = 1
     placement_pct: float = 0.0  # the A/A's spread between buffer sets beyond the rounds' noise
@@ -183,7 +183,6 @@ def leg_effects(
         aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg is not None and aa_leg in d_all else None
         sigma = S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan")
         threshold = S.pct_threshold_to_log(threshold_pct)
-        mde = S.minimum_detectable_effect(sigma, n, threshold) if aa is not None else float("inf")
         copies = [name for name in aa_names if name in d_all]
         case_samples = samples[samples["case"] == case]
         sets = round_sets(case_samples)
@@ -199,6 +198,9 @@ def leg_effects(
         aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
         if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
             aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold, tick=tick_of[aa_leg])
+        # the resolvable effect and the rounds for SAME, of the interval a leg like the A/A prints
+        widening = S.Widening.of(aa_placement, n_placements, bias + tick_of.get(aa_leg or "", 0.0))
+        mde = S.minimum_detectable_effect(sigma, n, threshold, widening=widening) if aa is not None else float("inf")
         summaries[case] = CaseSummary(
             case=case,
             rounds=n,
@@ -208,7 +210,7 @@ def leg_effects(
             threshold_pct=100 * (np.exp(threshold) - 1),
             aa=aa,
             quantum_ns=quantum,
-            rounds_for_threshold=S.rounds_needed(sigma, threshold) if aa is not None else 0,
+            rounds_for_same=S.rounds_for_same(sigma, threshold, widening=widening) if aa is not None else None,
             fewest_rounds=S.fewest_rounds(max(swept, 1)),
             placement_pct=100 * (np.exp(aa_placement) - 1),
             placements=n_placements,

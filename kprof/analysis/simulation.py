@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.analysis.compare import Side, compare_sides, judge, parse_gate
-from kprof.analysis.run_effects import leg_effects, round_statistics
+from kprof.analysis.run_effects import CaseSummary, leg_effects, round_statistics
 from kprof.engine.parts import case_parts
 from kprof.run_model import Leg, Role
 
@@ -111,13 +111,14 @@ def run_once(
     threshold_pct: float,
     rng: np.random.Generator,
     placement: dict[str, list[float]] | None = None,
-) -> tuple[pd.DataFrame, float]:
-    """One synthetic run's effects table (the legs with a true effect) and its printed resolvable effect."""
+) -> tuple[pd.DataFrame, CaseSummary]:
+    """One synthetic run's effects table (the legs with a true effect) and its case summary (the
+    printed resolvable effect, the rounds for SAME)."""
     samples = samples_for(effects, noise, rounds, rng, placement=placement)
     table, summaries = leg_effects(samples, legs_for(effects), threshold_pct)
     table = table[table["leg"].isin(list(effects))].copy()
     table["true_pct"] = table["leg"].map(effects)
-    return table, float(summaries["c"].mde_pct)
+    return table, summaries["c"]
 
 
 def scenario_tick(
@@ -144,17 +145,44 @@ def covers(row: pd.Series) -> bool:
     return bool(row["ci_low_pct"] <= row["true_pct"] <= row["ci_high_pct"])
 
 
-def scenario_mde(noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator) -> dict:
+def scenario_mde(
+    noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+) -> dict:
     """A true effect equal to the printed resolvable effect (its median over A/A runs): how often
-    FASTER, over every run and over the runs whose A/A does not gate the case (about 5% are gated)."""
-    printed = float(np.median([run_once({"x": 0.0}, noise, rounds, threshold_pct, rng)[1] for _ in range(runs // 4)]))
-    hits = [run_once({"x": printed}, noise, rounds, threshold_pct, rng)[0].iloc[0]["verdict"] for _ in range(runs)]
+    FASTER, over every run and over the runs whose A/A does not gate the case (about 5% are gated).
+    With ``placement_sigma`` every leg's time also depends on its buffer set (drawn anew per run)."""
+
+    def one(pct: float) -> tuple[pd.DataFrame, CaseSummary]:
+        effects = {"x": pct}
+        return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+
+    printed = float(np.median([one(0.0)[1].mde_pct for _ in range(runs // 4)]))
+    hits = [one(printed)[0].iloc[0]["verdict"] for _ in range(runs)]
     quoted = [v for v in hits if v != "BIASED"]
     return {
         "printed_mde_pct": printed,
         "faster_rate": float(np.mean([v == "FASTER" for v in hits])),
         "faster_rate_quoted": float(np.mean([v == "FASTER" for v in quoted])) if quoted else float("nan"),
     }
+
+
+def scenario_same_rounds(
+    noise: Noise, threshold_pct: float, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+) -> dict:
+    """The printed rounds at which a leg with no effect reads SAME 80% of the time (its median over
+    pilot runs of 16 rounds): how often a null leg is SAME when run at that many rounds."""
+
+    def one(rounds: int) -> tuple[pd.DataFrame, CaseSummary]:
+        effects = {"x": 0.0}
+        return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+
+    never = 1 << 30  # "not even at 64 rounds"
+    pilots = sorted(one(16)[1].rounds_for_same or never for _ in range(max(runs // 4, 1)))
+    rounds = pilots[len(pilots) // 2]  # a median that is one of them: never half "not even at 64"
+    if rounds >= never:
+        return {"printed_rounds": None, "same_rate": float("nan")}
+    verdicts = [one(rounds)[0].iloc[0]["verdict"] for _ in range(runs)]
+    return {"printed_rounds": rounds, "same_rate": float(np.mean([v == "SAME" for v in verdicts]))}
 
 
 def scenario_same(

@@ -119,35 +119,84 @@ EXACT_POWER_ROUNDS = 64  # up to here the resolvable effect comes from the exact
 POWER_DRAWS = 2000
 
 
+@dataclass(frozen=True)
+class Widening:
+    """What a case adds to every leg's rounds-only interval (log units): the placement part's
+    half-width ``w`` (added in quadrature) and the SD ``shift`` it adds to the estimate (where these
+    few buffer sets happen to lie), and a ``bound`` added to each side (A/A bias, timer rounding).
+    The resolvable effect and the rounds needed are computed for the interval actually printed."""
+
+    w: float = 0.0
+    shift: float = 0.0
+    bound: float = 0.0
+
+    @classmethod
+    def of(cls, sigma_p: float, placements: int, bound: float = 0.0, alpha: float = ALPHA) -> Widening:
+        if sigma_p <= 0 or placements < 2:
+            return cls(0.0, 0.0, bound)
+        w = float(sps.t.ppf(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
+        return cls(w, sigma_p / math.sqrt(placements), bound)
+
+
 @lru_cache(maxsize=64)
-def _standard_hodges_lehmann(n: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """Hodges–Lehmann estimates and exact lower bounds of POWER_DRAWS seeded standard-normal samples
-    of size n. Both are shift- and scale-equivariant, so for d = δ + σ·z they are δ + σ·(these)."""
-    z = np.random.default_rng(n).standard_normal((POWER_DRAWS, n))
+def _standard_hodges_lehmann(n: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Hodges–Lehmann estimates and exact interval ends of POWER_DRAWS seeded standard-normal samples
+    of size n, with a standard normal per draw for the placement shift. The first three are shift-
+    and scale-equivariant, so for d = δ + σ·z they are δ + σ·(these)."""
+    rng = np.random.default_rng(n)
+    z = rng.standard_normal((POWER_DRAWS, n))
     i, j = np.triu_indices(n)
     w = np.sort((z[:, i] + z[:, j]) / 2.0, axis=1)
     c = walsh_index(n, alpha)
-    low = w[:, c - 1] if c else np.full(POWER_DRAWS, -math.inf)
-    return np.median(w, axis=1), low
+    # copies, not views: a column view would keep all of w (33 MB at 64 rounds) alive in the cache
+    low = w[:, c - 1].copy() if c else np.full(POWER_DRAWS, -math.inf)
+    high = w[:, w.shape[1] - c].copy() if c else np.full(POWER_DRAWS, math.inf)
+    return np.median(w, axis=1), low, high, rng.standard_normal(POWER_DRAWS)
 
 
 def minimum_detectable_effect(
-    sigma: float, rounds: int, threshold: float = 0.0, alpha: float = ALPHA, power: float = 0.8
+    sigma: float,
+    rounds: int,
+    threshold: float = 0.0,
+    alpha: float = ALPHA,
+    power: float = 0.8,
+    widening: Widening = Widening(),
 ) -> float:
     """Smallest true shift δ called FASTER (or SLOWER) with probability ``power`` under kprof's rule:
-    the exact interval must exclude 0 and the estimate reach ``threshold``. For normal rounds of SD
-    σ a draw is called when δ ≥ max(−σ·low, threshold − σ·est) (its standard interval's low end and
-    estimate): δ is that quantity's ``power`` quantile. Beyond EXACT_POWER_ROUNDS rounds the normal
-    approximation max(t(1−α/2)·s, threshold) + t(power)·s, s = 1.02·σ/√R, is used."""
+    the printed interval (the exact one, ``widening`` added) must exclude 0 and the estimate reach
+    ``threshold``. For normal rounds of SD σ, a draw's estimate is δ + σ·est + shift·u and its low
+    end that less hypot(σ·(est − low), w) and the bound: δ is the ``power`` quantile of what each
+    draw needs. Beyond EXACT_POWER_ROUNDS rounds a normal approximation of the same."""
     if rounds < 2:
         return math.inf
     if rounds <= EXACT_POWER_ROUNDS:
-        est, low = _standard_hodges_lehmann(rounds, alpha)
+        est, low, _, u = _standard_hodges_lehmann(rounds, alpha)
         if not np.isfinite(low).all():
             return math.inf
-        return float(np.quantile(np.maximum(-sigma * low, threshold - sigma * est), power))
+        moved = sigma * est + widening.shift * u
+        needed = np.maximum(np.hypot(sigma * (est - low), widening.w) + widening.bound - moved, threshold - moved)
+        return float(np.quantile(needed, power))
     s = 1.02 * sigma / math.sqrt(rounds)
-    return float(max(sps.t.ppf(1 - alpha / 2, rounds - 1) * s, threshold) + sps.t.ppf(power, rounds - 1) * s)
+    half = math.hypot(sps.t.ppf(1 - alpha / 2, rounds - 1) * s, widening.w) + widening.bound
+    return float(max(half, threshold) + sps.norm.ppf(power) * math.hypot(s, widening.shift))
+
+
+def rounds_for_same(
+    sigma: float, threshold: float, alpha: float = ALPHA, power: float = 0.8, widening: Widening = Widening()
+) -> int | None:
+    """Fewest rounds at which a leg with no effect is called SAME with probability ``power``: its
+    printed interval lies inside ±threshold, so the run rules out any effect beyond it. None when no
+    number of rounds up to EXACT_POWER_ROUNDS does (the widening alone reaches the threshold)."""
+    if threshold <= 0:
+        return None
+    for rounds in range(fewest_rounds(), EXACT_POWER_ROUNDS + 1):
+        est, low, high, u = _standard_hodges_lehmann(rounds, alpha)
+        moved = sigma * est + widening.shift * u
+        lo = moved - np.hypot(sigma * (est - low), widening.w) - widening.bound
+        hi = moved + np.hypot(sigma * (high - est), widening.w) + widening.bound
+        if np.mean((lo > -threshold) & (hi < threshold)) >= power:
+            return rounds
+    return None
 
 
 def fewest_rounds(family: int = 1, alpha: float = ALPHA) -> int:
@@ -158,14 +207,6 @@ def fewest_rounds(family: int = 1, alpha: float = ALPHA) -> int:
     while 2.0 / 2**r > alpha / family:
         r += 1
     return r
-
-
-def rounds_needed(sigma: float, delta: float, alpha: float = ALPHA, power: float = 0.8) -> int:
-    """Rounds for a target effect δ (log units): ((z(1−α/2) + z(power))·σ/δ)² + 2."""
-    if delta <= 0:
-        return 0
-    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
-    return math.ceil((z * sigma / delta) ** 2 + 2)
 
 
 PLACEMENT_ALPHA = 0.2  # a leg's own between-set spread counts below this F-test p (see placement_spread)

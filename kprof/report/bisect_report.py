@@ -70,7 +70,7 @@ def bisect_document(b: Bisect) -> Document:
     if b.verdict == "RANGE":
         line += " (the change is in these commits; the revisions between them could not be timed)"
     if b.rounds_needed:
-        line += f"; rounds needed to resolve the practical threshold at this noise: {b.rounds_needed}"
+        line += f"; rounds at which an unchanged step reads SAME 80% of the time at this noise: {b.rounds_needed}"
     doc.text(line, "bold")
     doc.data = asdict(b)
     return doc

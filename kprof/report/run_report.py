@@ -54,8 +54,17 @@ def summary_line(s: CaseSummary) -> str:
         f"A/A {aa_text} ({gate}); {s.rounds} rounds (verdicts need ≥ {s.fewest_rounds}); "
         f"noise floor ±{s.noise_floor_pct:.2f}%, resolvable effect {s.mde_pct:.2f}% (found 80% of the time), "
         f"threshold ±{s.threshold_pct:.2f}%{quantum}; "
-        f"rounds needed to resolve the threshold: {s.rounds_for_threshold}" + (f"; timer {s.timer}" if s.timer else "")
+        f"{_same_rounds(s)}" + (f"; timer {s.timer}" if s.timer else "")
     )
+
+
+def _same_rounds(s: CaseSummary) -> str:
+    """How many rounds would let a leg with no effect read SAME, at this case's noise and placement."""
+    if s.aa is None:
+        return "rounds for SAME: unknown (no A/A)"
+    if s.rounds_for_same is None:
+        return "a leg with no effect does not read SAME 80% of the time even at 64 rounds (noise or placement)"
+    return f"a leg with no effect reads SAME 80% of the time from {s.rounds_for_same} rounds"
 
 
 def header(run: Run, what: str = "") -> str:

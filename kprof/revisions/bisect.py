@@ -350,7 +350,8 @@ def _same(step: Step, threshold_pct: float) -> bool:
 
 
 def _rounds_needed(folder: RunFolder, threshold_pct: float, case: str, alpha: float) -> int | None:
-    """Rounds that would resolve the threshold at this A/A noise, at the search's own interval level."""
+    """Rounds at which an unchanged step would read SAME (its interval inside the threshold) 80% of
+    the time at this A/A noise, at the search's own interval level; None beyond 64 rounds."""
     run = folder.read_run()
     logs = per_round_logs(round_statistics(folder.read("samples")), case).dropna(how="any")
     aa = next((leg.name for leg in run.legs if leg.has(Role.AA)), None)
@@ -359,4 +360,4 @@ def _rounds_needed(folder: RunFolder, threshold_pct: float, case: str, alpha: fl
     if run.baseline.name not in logs:
         return None
     sigma = S.noise_sigma((logs[aa] - logs[run.baseline.name]).to_numpy())
-    return S.rounds_needed(sigma, S.pct_threshold_to_log(threshold_pct), alpha)
+    return S.rounds_for_same(sigma, S.pct_threshold_to_log(threshold_pct), alpha)
