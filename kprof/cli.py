@@ -39,6 +39,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help is literal text: `kprof[sql]` and `step[DECODE` once lost their brackets
 )
 
 

@@ -152,3 +152,14 @@ def test_steps_that_match_nothing_are_named() -> None:
     res = _run("trace", str(EAGER), "--steps", "no_such_range")
     assert res.exit_code == 0
     assert "--steps 'no_such_range' matches no range" in res.stdout and "ProfilerStep#N" not in res.stdout
+
+
+def test_help_is_literal_text_that_can_be_pasted() -> None:
+    """Help was read as rich markup: `pip install 'kprof[sql]'` printed as 'kprof', `[ray]` vanished
+    and the regex example lost its backslash (pasted, it was not a valid regular expression)."""
+    assert "pip install 'kprof[sql]'" in runner.invoke(app, ["sql", "--help"]).stdout
+    assert "'kprof[ray]'" in " ".join(runner.invoke(app, ["run", "--help"]).stdout.split())
+    trace_help = runner.invoke(app, ["trace", "--help"]).stdout
+    example = re.search(r"e\.g\. '([^']+)'", trace_help)
+    assert example is not None and example.group(1) == r"step\[DECODE"
+    re.compile(example.group(1))
