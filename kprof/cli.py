@@ -611,7 +611,8 @@ def attribute_command(
     root = Path(target)
     if not is_run_folder(root):
         if root.is_dir() or (root.suffix != ".py" and "/" in target):
-            raise KprofInputError(target, "is not a kprof run folder (no meta.json) nor a workload")
+            what = "is not a kprof run folder (no meta.json) nor a workload" if root.exists() else "no such run folder"
+            raise KprofInputError(target, what)
         request = RunRequest(
             workload=target,
             preset=preset,

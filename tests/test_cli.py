@@ -163,3 +163,12 @@ def test_help_is_literal_text_that_can_be_pasted() -> None:
     example = re.search(r"e\.g\. '([^']+)'", trace_help)
     assert example is not None and example.group(1) == r"step\[DECODE"
     re.compile(example.group(1))
+
+
+def test_a_run_folder_that_does_not_exist_is_named_as_such(tmp_path: Path) -> None:
+    """`kprof report runs/does-not-exist` said "no meta.json", as if the folder were there."""
+    for command in ("report", "attribute"):
+        res = runner.invoke(app, [command, str(tmp_path / "gone" / "run")])
+        assert res.exit_code == 2 and res.stderr.strip().endswith("run: no such run folder"), res.output
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "is not a kprof run folder (no meta.json)" in res.stderr

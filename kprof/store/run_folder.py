@@ -66,6 +66,8 @@ class RunFolder:
             raise KprofInputError(self.root, f"cannot hold a run folder ({e.strerror or e})") from None
 
     def read_run(self) -> Run:
+        if not self.root.exists() and not self.root.is_symlink():
+            raise KprofInputError(self.root, "no such run folder")
         if not self.meta_path.exists() and not self.meta_path.is_symlink():
             raise KprofInputError(self.root, "is not a kprof run folder (no meta.json)")
         checked_file(self.meta_path, "meta.json", limit=META_LIMIT)
