@@ -4,6 +4,7 @@ footer, on the project's stored H200 runs."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -99,10 +100,15 @@ def test_report_and_attribute_print_the_same_numbers() -> None:
         _same(row, legs[(row["case"], full)], row["case"])
 
 
-def _printed(args: list[str]) -> str:
-    res = runner.invoke(app, args, env={"COLUMNS": "300"}, catch_exceptions=False)
+@functools.cache  # each command's JSON is read by several tests: computed once
+def _printed_once(args: tuple[str, ...]) -> str:
+    res = runner.invoke(app, list(args), env={"COLUMNS": "300"}, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return res.stdout
+
+
+def _printed(args: list[str]) -> str:
+    return _printed_once(tuple(args))
 
 
 def _holds_each(rows: list[dict], out: str, key: tuple[str, ...], where: str) -> int:

@@ -280,7 +280,7 @@ def test_the_printed_rounds_for_same_deliver_it() -> None:
     a null leg is SAME about that often (the old "rounds needed to resolve the threshold" printed 3
     here, where no interval exists below 6 rounds); where placement alone reaches the threshold, no
     number of rounds is promised."""
-    out = sim.scenario_same_rounds(QUIET, 0.5, 80, np.random.default_rng(11))
+    out = sim.scenario_same_rounds(QUIET, 0.5, 48, np.random.default_rng(11))
     assert out["printed_rounds"] is not None and out["printed_rounds"] >= 6
     assert out["same_rate"] >= 0.7
     assert sim.scenario_same_rounds(QUIET, 0.5, 8, np.random.default_rng(12), 0.003)["printed_rounds"] is None
