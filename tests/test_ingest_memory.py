@@ -122,3 +122,8 @@ def test_an_activity_without_a_device_is_counted_on_device_minus_one(tmp_path: P
     assert "20 activities name no device: counted on device -1" in trace.warnings
     res = runner.invoke(app, ["trace", str(path), "--format", "json"])
     assert res.exit_code == 0, res.output
+
+
+def test_a_key_looked_up_in_an_empty_table_is_null() -> None:
+    keys = pd.Series([1, None], dtype="Int64")
+    assert looked_up([keys], [pd.Series([], dtype="Int64")], pd.Series([], dtype="Int64")).isna().all()

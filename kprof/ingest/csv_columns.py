@@ -59,13 +59,17 @@ class CsvColumns:
 
 
 def read_columns(
-    path: Path, wanted: Mapping[str, CsvColumn], where: Callable[[int], str], memory: MemoryGuard | None = None
+    path: Path,
+    wanted: Mapping[str, CsvColumn],
+    where: Callable[[int], str],
+    memory: MemoryGuard | None = None,
+    missing: str = "no {} column",
 ) -> CsvColumns:
     """``wanted``'s columns of the CSV at ``path`` (plain or gzipped). A required column absent
-    from the header is the one-line error ``no <what> column``; a value that is not an integer is
+    from the header is the one-line error ``missing`` (formatted with its ``what``); a value that is not an integer is
     ``integers``' error, placed by ``where(row)``; what is not CSV or not UTF-8 is one line too.
     ``memory`` is told the rows a block at a time, projected over the file."""
-    header = read_header(path)
+    header = _read_header(path)
     if memory is not None:
         memory.expect(_rows_estimate(path))
     lowered = [h.strip().lower() for h in header]
@@ -75,7 +79,7 @@ def read_columns(
         if name is not None:
             found[key] = header[lowered.index(name)]
         elif column.required:
-            raise KprofInputError(path, f"no {column.what} column")
+            raise KprofInputError(path, missing.format(column.what))
     types = {found[k]: pa.string() if wanted[k].integer else _TEXT for k in found}
     chunks: dict[str, list[Any]] = {k: [] for k in found}
     rows = 0
@@ -95,7 +99,7 @@ def read_columns(
     return out
 
 
-def read_header(path: Path) -> list[str]:
+def _read_header(path: Path) -> list[str]:
     """The header line's names as the file spells them."""
     try:
         with text_stream(path) as f:

@@ -11,6 +11,7 @@ from kprof.errors import KprofInputError
 from kprof.ingest.names import demangle_all, short_name
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 #: HIP launch APIs whose grid arguments are work-items, not blocks (hip_ext.h)
@@ -71,11 +72,11 @@ def integer_columns(
         frame[column] = integers(frame[column], path, source, where, column in required)
 
 
-def looked_up(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series], values: pd.Series) -> pd.Series:
-    """For each row of ``keys`` (one column or several), ``values`` at the row of ``table_keys``
-    with the same key; null where none has it, and of table rows sharing a key the last counts (as a
-    later API record replaces an earlier one). An index lookup, not a merge: a merge copies every
-    column of a trace to add one."""
+def last_matches(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> np.ndarray:
+    """For each row of ``keys`` (one column or several), the position of the last row of
+    ``table_keys`` with the same key (a later API record replaces an earlier one); -1 where none
+    has it. An index lookup, not a merge: a merge copies every column of a trace to add one."""
+    import numpy as np
     import pandas as pd
 
     table = pd.DataFrame({i: k.reset_index(drop=True) for i, k in enumerate(table_keys)})
@@ -84,8 +85,21 @@ def looked_up(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series], values
         at = pd.Index(table[0][last]).get_indexer(keys[0])
     else:
         at = pd.MultiIndex.from_frame(table[last]).get_indexer(pd.MultiIndex.from_arrays(keys))
-    found = values.reset_index(drop=True)[last].reset_index(drop=True).astype("Int64").array
-    return pd.Series(found.take(at, allow_fill=True), copy=False)
+    rows = np.flatnonzero(last)
+    return np.where(at >= 0, rows[np.maximum(at, 0)], -1) if len(rows) else np.full(len(at), -1)
+
+
+def taken(values: pd.Series, at: np.ndarray) -> pd.Series:
+    """``values`` (integers) at positions ``at`` as nullable int64; null where ``at`` is -1."""
+    import pandas as pd
+
+    return pd.Series(values.reset_index(drop=True).astype("Int64").array.take(at, allow_fill=True), copy=False)
+
+
+def looked_up(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series], values: pd.Series) -> pd.Series:
+    """For each row of ``keys``, ``values`` at the last row of ``table_keys`` with the same key;
+    null where none has it (``last_matches``)."""
+    return taken(values, last_matches(keys, table_keys))
 
 
 def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str], required: bool = True) -> list[str]:

@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kprof.ingest.normalize import full_and_short
+from kprof.trace import categorical
+
 CHUNK_ROWS = 1 << 15
 
 
@@ -45,6 +48,13 @@ class Labels:
     @property
     def values(self) -> list[Any]:
         return list(self._index)
+
+    def activity_names(self, codes: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
+        """The full and short names of activities whose codes point at (raw name, kind) labels:
+        demangled, and kernels shortened (copies and memsets keep their names)."""
+        pairs = self.values
+        full, short = full_and_short([raw for raw, _ in pairs], [kind == "kernel" for _, kind in pairs])
+        return categorical(codes, full), categorical(codes, short)
 
 
 class Gathered:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.ingest.normalize import full_and_short, integer_columns, integers, looked_up, numbered, trace_meta
+from kprof.ingest.normalize import integer_columns, integers, last_matches, numbered, taken, trace_meta
 from kprof.ingest.ranks import ranks_of, split_by_rank
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
 from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
@@ -228,23 +228,23 @@ def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[
         keys, launch_keys = [joined["correlation"]], [launches["correlation"]]
     else:
         keys, launch_keys = [joined["pid"], joined["correlation"]], [launches["pid"], launches["correlation"]]
-    pairs = labels.values
-    full, short = full_and_short([raw for raw, _ in pairs], [kind == "kernel" for _, kind in pairs])
+    launch_at = last_matches(keys, launch_keys)
     codes = joined["raw"].to_numpy(np.int32)
+    full, short = labels.activity_names(codes)
     cols: dict[str, Any] = {
         "device": joined["device"],
         "stream": joined["stream"],
         "start_ns": joined["start"],
         "end_ns": joined["end"],
         "dur_ns": (joined["end"] - joined["start"]).clip(lower=0),
-        "name": categorical(codes, full),
-        "short_name": categorical(codes, short),
-        "kind": categorical(codes, [kind for _, kind in pairs]),
+        "name": full,
+        "short_name": short,
+        "kind": categorical(codes, [kind for _, kind in labels.values]),
         "correlation": joined["correlation"],
         "registers": joined.get("registers"),
         "shared_mem_bytes": joined.get("shared"),
-        "launch_ns": looked_up(keys, launch_keys, launches["start"]),
-        "launch_tid": looked_up(keys, launch_keys, launches["tid"]),
+        "launch_ns": taken(launches["start"], launch_at),
+        "launch_tid": taken(launches["tid"], launch_at),
         **{f"{c}_{a}": joined.get(f"{c}_{a}") for c in ("grid", "block") for a in "xyz"},
     }
     nvtx = _nvtx(con, path)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.ingest.csv_columns import CsvColumn, read_columns, read_header
+from kprof.ingest.csv_columns import CsvColumn, read_columns
 from kprof.ingest.formats.rocprofv3_csv import ON_LINE
 from kprof.ingest.normalize import full_and_short
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
@@ -44,11 +44,7 @@ _COLUMNS = {
 def read_counters(path: Path) -> pd.DataFrame:
     """One row per (dispatch, counter): ``dispatch``, ``name`` (demangled), ``short_name``,
     ``counter``, ``value`` (float: rocprofv3 writes ``12904.000000``)."""
-    header = {name.strip().lower() for name in read_header(path)}
-    for needed, column in _COLUMNS.items():
-        if needed not in header:
-            raise KprofInputError(path, f"counter collection without a {column.what} column")
-    table = read_columns(path, _COLUMNS, ON_LINE)
+    table = read_columns(path, _COLUMNS, ON_LINE, missing="counter collection without a {} column")
     texts: pd.Categorical = table.get("counter_value")
     parsed = pd.to_numeric(pd.Series(texts.categories, dtype=object), errors="coerce").to_numpy(float)
     values = np.append(parsed, np.nan)[texts.codes]

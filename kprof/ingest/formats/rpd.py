@@ -18,7 +18,6 @@ from kprof.ingest.normalize import (
     WORK_ITEM_LAUNCHES,
     blocks,
     cpu_ranges,
-    full_and_short,
     integer_columns,
     numbered,
     texts,
@@ -86,9 +85,10 @@ OP_TEXTS = {
 }
 
 
-def _ops(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """The GPU ops a chunk at a time: integers checked, names and kinds as codes, and the API call
-    that launched each; an op met twice (through two API links) kept once, as first met."""
+def _ops(con: sqlite3.Connection, path: Path) -> tuple[dict[str, Any], int]:
+    """The device activities among the GPU ops, read a chunk at a time: integers checked, names
+    and kinds as codes, the API call that launched each; an op met twice (through two API links)
+    kept once, as first met. With the count of ops of other types (barriers, markers), left out."""
     gathered, names, kinds = Gathered(), Labels(), Labels()
     for offset, ops in query_chunks(con, OPS):
         in_op = numbered("in GPU op", offset + 1)
@@ -111,14 +111,16 @@ def _ops(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
             **{f"block_{axis.lower()}": ops[f"workgroup{axis}"] for axis in "XYZ"},
             **grids,
         )
-    ids = gathered.column("id", np.zeros(0, np.int64))
-    first = ~pd.Series(ids).duplicated().to_numpy()
-    columns = {key: gathered.column(key, pd.Series([], dtype="Int64")) for key in _OP_COLUMNS}
-    columns = {key: values[first].reset_index(drop=True) for key, values in columns.items()}
-    kind_labels = kinds.values
-    kind_codes = gathered.column("kind", np.zeros(0, np.int32))[first]
-    name_codes = gathered.column("name", np.zeros(0, np.int32))[first]
-    return {**columns, "kind": kind_codes, "kind_labels": kind_labels, "name": name_codes, "name_labels": names.values}
+    first = ~pd.Series(gathered.column("id", np.zeros(0, np.int64))).duplicated().to_numpy()
+    kind_codes = gathered.column("kind", np.zeros(0, np.int32))
+    counted = np.array([k is not None for k in kinds.values], bool)[kind_codes]
+    kept = np.flatnonzero(first & counted)
+    columns = {
+        key: gathered.column(key, pd.Series([], dtype="Int64")).iloc[kept].reset_index(drop=True) for key in _OP_COLUMNS
+    }
+    columns["name"], columns["short_name"] = names.activity_names(gathered.column("name", np.zeros(0, np.int32))[kept])
+    columns["kind"] = categorical(kind_codes[kept], [k or "" for k in kinds.values])
+    return columns, int((first & ~counted).sum())
 
 
 _OP_COLUMNS = (
@@ -134,29 +136,23 @@ _OP_COLUMNS = (
 
 
 def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
-    ops = _ops(con, path)
-    counted = np.array([k is not None for k in ops["kind_labels"]], bool)[ops["kind"]]
-    skipped = int((~counted).sum())
-    kept = np.flatnonzero(counted)
-    pairs = ops["name_labels"]
-    full, short = full_and_short([raw for raw, _ in pairs], [kind == "kernel" for _, kind in pairs])
-    start, end = ops["start"].iloc[kept].reset_index(drop=True), ops["end"].iloc[kept].reset_index(drop=True)
+    ops, skipped = _ops(con, path)
+    n = len(ops["start"])
     cols: dict[str, Any] = {
-        "rank": np.full(len(kept), rank, np.int32),
-        "device": ops["device"].iloc[kept],
-        "stream": ops["stream"].iloc[kept],
-        "start_ns": start,
-        "end_ns": end,
-        "dur_ns": (end - start).clip(lower=0),
-        "name": categorical(ops["name"][kept], full),
-        "short_name": categorical(ops["name"][kept], short),
-        "kind": categorical(ops["kind"][kept], [k or "" for k in ops["kind_labels"]]),
-        "shared_mem_bytes": ops["groupSegmentSize"].iloc[kept],
-        "launch_ns": ops["launch_ns"].iloc[kept],
-        "launch_tid": ops["launch_tid"].iloc[kept],
-        **{f"{c}_{axis}": ops[f"{c}_{axis}"].iloc[kept] for c in ("grid", "block") for axis in "xyz"},
+        "rank": np.full(n, rank, np.int32),
+        "device": ops["device"],
+        "stream": ops["stream"],
+        "start_ns": ops["start"],
+        "end_ns": ops["end"],
+        "dur_ns": (ops["end"] - ops["start"]).clip(lower=0),
+        "name": ops["name"],
+        "short_name": ops["short_name"],
+        "kind": ops["kind"],
+        "shared_mem_bytes": ops["groupSegmentSize"],
+        "launch_ns": ops["launch_ns"],
+        "launch_tid": ops["launch_tid"],
+        **{f"{c}_{axis}": ops[f"{c}_{axis}"] for c in ("grid", "block") for axis in "xyz"},
     }
-    cols = {k: v.reset_index(drop=True) if isinstance(v, pd.Series) else v for k, v in cols.items()}
     markers = pd.read_sql_query(MARKERS, con, dtype_backend="numpy_nullable")
     in_marker = numbered("in marker")
     integer_columns(markers, {c: f"rocpd_api.{c}" for c in ("start", "end", "pid", "tid")}, path, in_marker)
@@ -173,7 +169,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
     warnings = (
         [f"{skipped} ops of other types (barriers, markers) were not counted as device activity"] if skipped else []
     )
-    if not len(kept):
+    if not n:
         calls = con.execute("SELECT COUNT(*) FROM rocpd_api").fetchone()[0]
         warnings.append(
             f"no GPU operations in the trace ({calls:,} API calls, no kernel, copy or fill): every table is empty"
