@@ -102,8 +102,8 @@ def timer_quantum(samples: pd.DataFrame) -> float | None:
     TICK_JITTER_NS of each other are one group (an H200's kernel times come as 5,760, 5,761,
     5,791, 5,792 … ns: a 32 ns tick read with ±1 ns rounding). Quiet legs may each read one value
     only, so the smallest step between groups can be many ticks: the tick is the largest divisor of
-    that step of which (nine in ten of) the steps are whole multiples. None for the host clock, and where fewer than
-    three groups leave it undetermined (one step has any divisor)."""
+    that step of which (nine in ten of) the steps are whole multiples. None for the host clock, and
+    where fewer than three groups leave it undetermined (one step has any divisor)."""
     if not samples["timer"].str.startswith("cuda").any():
         return None
     values = np.unique(np.round(samples["time_ns"].to_numpy()))

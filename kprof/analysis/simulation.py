@@ -121,6 +121,18 @@ def run_once(
     return table, summaries["c"]
 
 
+def run_placed(
+    effects: dict[str, float],
+    noise: Noise,
+    rounds: int,
+    threshold_pct: float,
+    rng: np.random.Generator,
+    placement_sigma: float,
+) -> tuple[pd.DataFrame, CaseSummary]:
+    """``run_once`` with every leg's buffer sets placed anew (SD ``placement_sigma`` per set)."""
+    return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+
+
 def scenario_tick(
     true_pct: float, leg_ns: float, tick: Tick, noise: Noise, rounds: int, runs: int, rng: np.random.Generator
 ) -> dict:
@@ -153,8 +165,7 @@ def scenario_mde(
     With ``placement_sigma`` every leg's time also depends on its buffer set (drawn anew per run)."""
 
     def one(pct: float) -> tuple[pd.DataFrame, CaseSummary]:
-        effects = {"x": pct}
-        return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+        return run_placed({"x": pct}, noise, rounds, threshold_pct, rng, placement_sigma)
 
     printed = float(np.median([one(0.0)[1].mde_pct for _ in range(runs // 4)]))
     hits = [one(printed)[0].iloc[0]["verdict"] for _ in range(runs)]
@@ -173,8 +184,7 @@ def scenario_same_rounds(
     pilot runs of 16 rounds): how often a null leg is SAME when run at that many rounds."""
 
     def one(rounds: int) -> tuple[pd.DataFrame, CaseSummary]:
-        effects = {"x": 0.0}
-        return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+        return run_placed({"x": 0.0}, noise, rounds, threshold_pct, rng, placement_sigma)
 
     never = 1 << 30  # "not even at 64 rounds"
     pilots = sorted(one(16)[1].rounds_for_same or never for _ in range(max(runs // 4, 1)))
@@ -245,7 +255,7 @@ def scenario_coverage(
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
     tables = []
     for _ in range(runs):
-        tables.append(run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))[0])
+        tables.append(run_placed(effects, noise, rounds, threshold_pct, rng, placement_sigma)[0])
     rows = pd.concat(tables)
     out = {}
     for p, g in rows.groupby("true_pct"):

@@ -134,8 +134,7 @@ class Widening:
     def of(cls, sigma_p: float, placements: int, bound: float = 0.0, alpha: float = ALPHA) -> Widening:
         if sigma_p <= 0 or placements < 2:
             return cls(0.0, 0.0, bound)
-        w = float(sps.t.ppf(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
-        return cls(w, sigma_p / math.sqrt(placements), bound)
+        return cls(placement_half_width(sigma_p, placements, alpha), sigma_p / math.sqrt(placements), bound)
 
 
 @lru_cache(maxsize=64)
@@ -246,12 +245,17 @@ def counted_spreads(spreads: dict[str, tuple[float, float]], alpha: float = ALPH
     return {leg: sigma if case_wide or p < PLACEMENT_ALPHA else 0.0 for leg, (sigma, p) in spreads.items()}
 
 
+def placement_half_width(sigma_p: float, placements: int, alpha: float = ALPHA) -> float:
+    """What the placement part adds to each side of an interval (in quadrature): t(1−α/2, K−1)·σ_p/√K."""
+    return float(sps.t.ppf(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
+
+
 def with_placement(effect: Effect, sigma_p: float, placements: int, alpha: float = ALPHA) -> Effect:
     """The interval widened by the placement part: t(1−α/2, K−1)·σ_p/√K added in quadrature to each
     side, so it covers the effect averaged over where buffers may lie, not only over these K."""
     if sigma_p <= 0 or placements < 2:
         return effect
-    w = float(sps.t.ppf(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
+    w = placement_half_width(sigma_p, placements, alpha)
     low = effect.estimate - math.hypot(effect.estimate - effect.low, w)
     high = effect.estimate + math.hypot(effect.high - effect.estimate, w)
     return Effect(effect.rounds, effect.estimate, low, high, effect.p, effect.p_sign, effect.verdict)
