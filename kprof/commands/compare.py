@@ -12,7 +12,8 @@ from kprof.analysis.trace_tables import step_replicates, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.ingest.load import load_trace
-from kprof.store.run_folder import RunFolder, is_run_folder
+from kprof.store.layout import is_run_folder
+from kprof.store.run_folder import RunFolder
 from kprof.store.trace_folder import load_frame, read_dataset
 from kprof.trace import Trace, range_table
 

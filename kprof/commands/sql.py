@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from kprof.errors import KprofInputError
-from kprof.store.run_folder import PART_COLUMN, RunFolder, is_run_folder
+from kprof.store.layout import is_run_folder
+from kprof.store.run_folder import PART_COLUMN, RunFolder
 from kprof.store.run_tables import TABLES as RUN_TABLES
 from kprof.store.trace_folder import PARTITIONED
 

@@ -25,21 +25,14 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError, checked_file
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
+from kprof.store.layout import META
 from kprof.store.locks import exclusive_lock, held_alone
 from kprof.store.run_tables import REQUIRED, TABLES, checked_part, to_arrow
 
-META = "meta.json"
 META_LIMIT = 256 << 20  # a meta.json of a 10,000-case run is a few MB; anything this large is not one
 COMPACT = "compact.parquet"
 PART_NAME = re.compile(r"c\d{3,}-(r\d{4,}|pre(-p\d+)?)")  # kprof.store.run_folder.RunFolder.part_path
 PART_COLUMN = "_part"  # in a compacted table: the part (``c000-r0003``) each row was written as
-
-
-def is_run_folder(path: Path) -> bool:
-    """Whether ``path`` holds a meta.json of any kind: one that cannot be read is then a one-line
-    error naming it (kprof.store.run_folder.RunFolder.read_run), not "no run folder"."""
-    meta = path / META
-    return meta.exists() or meta.is_symlink()
 
 
 def _rounds_of(stems: set[str], case_index: int) -> list[int]:
