@@ -22,14 +22,11 @@ from pathlib import Path
 from kprof.errors import KprofInputError
 from kprof.revisions.git import GitError, Repo, git
 from kprof.run_model import Run
+from kprof.store.cache import cache_root
 from kprof.store.locks import exclusive_lock, shared_lock, sole_lock
 
 OK_MARK = ".kprof-tree.json"
 BUILD_LOCK, IN_USE = ".lock", ".in-use"  # one tree built at a time; held by every run using the cache
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("KPROF_CACHE") or Path.home() / ".cache" / "kprof")
 
 
 @dataclass(frozen=True)
