@@ -456,13 +456,14 @@ def run(
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
     (one process per leg per round under a collector); legs are feature sets, git revisions, or
     environments; store every sample."""
-    from kprof.commands.run import ProgramRequest, program_and_workload, resume_folder, start
-    from kprof.engine.request import RunRequest
+    from kprof.engine.options import RunRequest, program_and_workload
 
     workload, program = program_and_workload(workload, ctx.args, leg or [])
     path_list = [p.strip() for text in paths or [] for p in text.split(",") if p.strip()]
     say = _say(output_console(stderr=True))
     if resume:
+        from kprof.commands.run import resume_folder
+
         _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt))
         return
     # What whole programs and workloads are both asked: the protocol and the revisions.
@@ -484,6 +485,8 @@ def run(
     if program or leg:
         if processes is not None:
             raise KprofInputError("--processes", "whole programs already run one process per leg per round")
+        from kprof.engine.program import ProgramRequest
+
         request = ProgramRequest(
             legs=leg or [], program=program, collector=collector, steps=steps, metric=metric, **common
         )
@@ -519,7 +522,19 @@ def run(
     if design == "bisect":
         _bisect(request, out, fmt)
         return
-    _fail_if_incomplete(_execute_and_report(start(request, out, say), fmt, fresh=True))
+    _fail_if_incomplete(_execute_and_report(_start(request, out, say), fmt, fresh=True))
+
+
+def _start(request: Any, out: Path | None, say: Callable[[Any], None] | None = None) -> Any:
+    """The run folder of a request, the options alone checked first: a mistyped option is one line
+    before torch, pandas and the analysis are imported (seconds on a small machine)."""
+    from kprof.engine.options import RunRequest, check_options
+
+    if isinstance(request, RunRequest):
+        check_options(request)
+    from kprof.commands.run import start
+
+    return start(request, out) if say is None else start(request, out, say)
 
 
 def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
@@ -551,8 +566,7 @@ def calibrate(
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
 ) -> None:
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
-    from kprof.commands.run import start
-    from kprof.engine.request import RunRequest
+    from kprof.engine.options import RunRequest
 
     plants = _floats(plant, "--plant")
     if not plants:
@@ -576,7 +590,7 @@ def calibrate(
         aa_copies=aa_copies,
         argv=sys.argv[1:],
     )
-    _fail_if_incomplete(_execute_and_report(start(request, out), fmt))
+    _fail_if_incomplete(_execute_and_report(_start(request, out), fmt))
 
 
 @app.command("attribute")
@@ -602,11 +616,8 @@ def attribute_command(
     ] = AttributeFormat.table,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
-    from kprof.analysis.run_analysis import attribute
-    from kprof.commands.run import start
-    from kprof.engine.request import RunRequest
-    from kprof.report.attribution_report import attribution_document, render_html
-    from kprof.store.run_folder import is_run_folder
+    from kprof.engine.options import RunRequest
+    from kprof.store.layout import is_run_folder
 
     root = Path(target)
     if not is_run_folder(root):
@@ -628,11 +639,14 @@ def attribute_command(
             threshold_pct=threshold if threshold is not None else 0.5,
             argv=sys.argv[1:],
         )
-        folder = start(request, out)
+        folder = _start(request, out)
         missing = _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
         root = folder.root
     else:
         missing = []  # attributing a stored folder reads it; its report names what it lacks
+    from kprof.analysis.run_analysis import attribute
+    from kprof.report.attribution_report import attribution_document, render_html
+
     result = attribute(root, threshold)
     if fmt.value == "html":
         sys.stdout.write(render_html(result))
@@ -712,8 +726,8 @@ def cache(
     clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,
 ) -> None:
     """Where revision trees are cached (KPROF_CACHE, default ~/.cache/kprof), and cleaning them."""
-    from kprof.revisions.trees import cache_root
     from kprof.revisions.trees import clean as clean_trees
+    from kprof.store.cache import cache_root
 
     if clean:
         removed = clean_trees()

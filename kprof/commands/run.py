@@ -4,7 +4,7 @@ it, and analyse it. The CLI adds argument parsing, a progress display and render
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,17 +62,6 @@ def run_and_analyse(
 def total_rounds(folder: RunFolder) -> int:
     run = folder.read_run()
     return len(run.cases) * (run.rounds + run.processes)  # a burn-in round per process
-
-
-def program_and_workload(
-    workload: str | None, extra: Sequence[str], legs: Sequence[str]
-) -> tuple[str | None, list[str]]:
-    """`kprof run --leg … -- CMD` puts the command's first word where the workload goes: when there
-    are legs or a program, the whole command is the program."""
-    program = list(extra)
-    if workload is not None and (program or legs):
-        return None, [workload, *program]
-    return workload, program
 
 
 def bisect_revisions(

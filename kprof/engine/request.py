@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +17,12 @@ from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
 from kprof.engine.events import Event
 from kprof.engine.gpus import parse_gpus
+from kprof.engine.options import RunRequest, check_options
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
-from kprof.timer import CAPTURE_MODES
-from kprof.timer.kernel_time import TIMER_MODES
 from kprof.workload import Case, Workload, load_workload
-
-COLLECTORS = ("events", "torch")
-DTYPES = ("float16", "bfloat16", "float32")
-BUFFERS = ("shared", "per-leg")
 
 
 def default_folder(name: str) -> Path:
@@ -55,51 +50,6 @@ def parse_sweep(text: str | None, workload: Workload) -> tuple[str, list[Any]] |
     if len(parsed) < 2:
         raise KprofInputError("--sweep", "needs at least two values")
     return sweep.name, parsed
-
-
-@dataclass(kw_only=True)
-class RunRequest:
-    """Everything `kprof run` / `kprof calibrate` was asked for."""
-
-    workload: str
-    preset: str | None = None
-    case_filter: str | None = None
-    design: str = "all"
-    target: list[str] | None = None
-    sweep: str | None = None
-    sweep_baseline: bool = False
-    rounds: int = 16
-    samples: int | None = None
-    buffer_sets: int = 4
-    buffers: str = "shared"
-    processes: int | None = None  # worker processes per case (None: 2 on a GPU for shared buffers, else 1)
-    timer_mode: str = "auto"
-    captures: str = "per-round"
-    gpus: str | None = None  # all | N | 0,1
-    on_gpu: int | None = None  # every case on this host GPU (a bisect step's share of --gpus)
-    aa_across_gpus: bool = False
-    ray: str | None = None  # auto | ADDRESS
-    seed: int = 0
-    device: str | None = None
-    dtype: str | None = None
-    threshold_pct: float = 0.5
-    plants: list[float] = field(default_factory=list)
-    aa_copies: int = 1
-    collector: str = "events"
-    torch_leg: bool = True
-    argv: list[str] = field(default_factory=list)
-    # revisions as legs
-    revisions: str | None = None  # A..B
-    revs: list[str] = field(default_factory=list)  # repeated --rev (the first is the baseline)
-    repo: str | None = None
-    allow_changed_outputs: bool = False
-    paths: list[str] = field(default_factory=list)  # --paths: only the range's commits that touch these
-    setup: str = ""  # --setup: a command run once in each revision's tree before anything is timed
-    in_tree: bool = False  # --in-tree: the workload file at its path inside each revision's tree
-
-    @property
-    def by_revision(self) -> bool:
-        return bool(self.revisions or self.revs)
 
 
 def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | None) -> CaseRecord:
@@ -177,17 +127,12 @@ def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list
 def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None) -> Run:
     """Check every argument and describe the run; nothing is timed (revision trees are made and,
     with --setup, built)."""
+    check_options(req)
     device = req.device or default_device()
     check_device(device)
     gpus = [req.on_gpu] if req.on_gpu is not None else parse_gpus(req.gpus, device)
     revision_fields: dict[str, Any] = {}
     if req.by_revision:
-        if req.plants or req.sweep:
-            raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
-        if req.collector != "events" or req.buffers != "shared":
-            raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
-        if req.ray is not None:
-            raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
         workload, legs, features, revision_fields = _revision_workload(req, on_event)
     else:
         from kprof.revisions.plan import refuse_revision_options
@@ -202,29 +147,8 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
     ]
     if not cases:
         raise KprofInputError("--case", f"no case of preset {preset!r} matches {req.case_filter!r}")
-    min_rounds = 5 if req.buffers == "per-leg" else 6
-    if req.rounds < min_rounds:
-        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
-    if req.samples is not None and req.samples < 1:
-        raise KprofInputError("--samples", "must be at least 1")
-    if req.collector not in COLLECTORS:
-        raise KprofInputError(
-            "--collector",
-            "a workload runs under events (default) or torch; nsys and rocprofv3 wrap "
-            "whole programs (kprof run --leg … --collector nsys -- CMD)",
-        )
-    if req.ray is not None and req.gpus is not None:
-        raise KprofInputError("--ray", "takes the place of --gpus: Ray gives each case its GPU")
     if req.ray is not None:
         ray_module()  # a missing Ray is said now, before anything is set up
-    if req.timer_mode not in TIMER_MODES:
-        raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
-    if req.captures not in CAPTURE_MODES:
-        raise KprofInputError("--captures", f"must be one of {', '.join(CAPTURE_MODES)}")
-    if req.buffers not in BUFFERS:
-        raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
-    if req.dtype is not None and req.dtype not in DTYPES:
-        raise KprofInputError("--dtype", f"{req.dtype!r} is not one of {', '.join(DTYPES)}")
     processes = _processes(req, device)
     sweep = parse_sweep(req.sweep, workload)
     if req.sweep_baseline and sweep is None:

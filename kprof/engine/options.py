@@ -1,0 +1,104 @@
+"""What `kprof run` / `calibrate` / `attribute WORKLOAD` were asked for, and the checks that need
+nothing but the options themselves: they run before torch, the workload or a GPU is touched, so a
+mistyped option is one line in a fraction of a second (kprof.engine.request plans the rest)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kprof.errors import KprofInputError
+from kprof.timer import CAPTURE_MODES
+from kprof.timer.kernel_time import TIMER_MODES
+
+COLLECTORS = ("events", "torch")
+DTYPES = ("float16", "bfloat16", "float32")
+BUFFERS = ("shared", "per-leg")
+
+
+@dataclass(kw_only=True)
+class RunRequest:
+    """Everything `kprof run` / `kprof calibrate` was asked for."""
+
+    workload: str
+    preset: str | None = None
+    case_filter: str | None = None
+    design: str = "all"
+    target: list[str] | None = None
+    sweep: str | None = None
+    sweep_baseline: bool = False
+    rounds: int = 16
+    samples: int | None = None
+    buffer_sets: int = 4
+    buffers: str = "shared"
+    processes: int | None = None  # worker processes per case (None: 2 on a GPU for shared buffers, else 1)
+    timer_mode: str = "auto"
+    captures: str = "per-round"
+    gpus: str | None = None  # all | N | 0,1
+    on_gpu: int | None = None  # every case on this host GPU (a bisect step's share of --gpus)
+    aa_across_gpus: bool = False
+    ray: str | None = None  # auto | ADDRESS
+    seed: int = 0
+    device: str | None = None
+    dtype: str | None = None
+    threshold_pct: float = 0.5
+    plants: list[float] = field(default_factory=list)
+    aa_copies: int = 1
+    collector: str = "events"
+    torch_leg: bool = True
+    argv: list[str] = field(default_factory=list)
+    # revisions as legs
+    revisions: str | None = None  # A..B
+    revs: list[str] = field(default_factory=list)  # repeated --rev (the first is the baseline)
+    repo: str | None = None
+    allow_changed_outputs: bool = False
+    paths: list[str] = field(default_factory=list)  # --paths: only the range's commits that touch these
+    setup: str = ""  # --setup: a command run once in each revision's tree before anything is timed
+    in_tree: bool = False  # --in-tree: the workload file at its path inside each revision's tree
+
+    @property
+    def by_revision(self) -> bool:
+        return bool(self.revisions or self.revs)
+
+
+def check_options(req: RunRequest) -> None:
+    """Every rule that the options alone decide; a one-line error naming the option."""
+    min_rounds = 5 if req.buffers == "per-leg" else 6
+    if req.rounds < min_rounds:
+        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
+    if req.samples is not None and req.samples < 1:
+        raise KprofInputError("--samples", "must be at least 1")
+    if req.collector not in COLLECTORS:
+        raise KprofInputError(
+            "--collector",
+            "a workload runs under events (default) or torch; nsys and rocprofv3 wrap "
+            "whole programs (kprof run --leg … --collector nsys -- CMD)",
+        )
+    if req.ray is not None and req.gpus is not None:
+        raise KprofInputError("--ray", "takes the place of --gpus: Ray gives each case its GPU")
+    if req.timer_mode not in TIMER_MODES:
+        raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
+    if req.captures not in CAPTURE_MODES:
+        raise KprofInputError("--captures", f"must be one of {', '.join(CAPTURE_MODES)}")
+    if req.buffers not in BUFFERS:
+        raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
+    if req.dtype is not None and req.dtype not in DTYPES:
+        raise KprofInputError("--dtype", f"{req.dtype!r} is not one of {', '.join(DTYPES)}")
+    if req.by_revision:
+        if req.plants or req.sweep:
+            raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
+        if req.collector != "events" or req.buffers != "shared":
+            raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
+        if req.ray is not None:
+            raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
+
+
+def program_and_workload(
+    workload: str | None, extra: Sequence[str], legs: Sequence[str]
+) -> tuple[str | None, list[str]]:
+    """`kprof run --leg … -- CMD` puts the command's first word where the workload goes: when there
+    are legs or a program, the whole command is the program."""
+    program = list(extra)
+    if workload is not None and (program or legs):
+        return None, [workload, *program]
+    return workload, program
