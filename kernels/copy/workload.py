@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from kprof.workload import Case, Workload
+
+if TYPE_CHECKING:  # torch is imported where a buffer is made: `kprof kernels` lists without it
+    import torch
 
 MIB = 1 << 20
 
@@ -36,6 +37,8 @@ class Copy(Workload):
     reference_rtol = 0.0
 
     def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
+        import torch
+
         n = case.params["bytes"] // 2
         gen = torch.Generator(device="cpu").manual_seed(seed)
         src = torch.randn(n, generator=gen).to(getattr(torch, dtype)).to(device)

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from kernels.gdn_decode.kernel import gdn_conv_update, gdn_recurrent_decode
-from kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
-from kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
 from kprof.workload import Case, Feature, Sweep, Workload
+
+if TYPE_CHECKING:  # torch, triton and the kernels are imported where they run: `kprof kernels` lists without them
+    import torch
 
 BLOCK = 256
 BV = 32
@@ -119,6 +117,8 @@ class GdnDecode(Workload):
     reference_rtol = 2e-2
 
     def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
+        import torch
+
         p = case.params
         gen = torch.Generator(device="cpu").manual_seed(seed)
         dt = getattr(torch, dtype)
@@ -173,6 +173,8 @@ class GdnDecode(Workload):
             getattr(state, name).copy_(value)
 
     def _conv(self, s: State, features: frozenset[str]) -> None:
+        from kernels.gdn_decode.kernel import gdn_conv_update
+
         p = s.case.params
         gdn_conv_update(
             s.mixed_qkvz,
@@ -194,6 +196,8 @@ class GdnDecode(Workload):
         )
 
     def _recurrent(self, s: State, features: frozenset[str], params: Mapping[str, Any]) -> None:
+        from kernels.gdn_decode.kernel import gdn_recurrent_decode
+
         p = s.case.params
         gdn_recurrent_decode(
             s.mixed_qkv,
@@ -235,6 +239,8 @@ class GdnDecode(Workload):
         return step
 
     def launch_torch(self, state: State) -> Callable[[], None]:
+        from kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
+
         s, p = state, state.case.params
         part = p["part"]
 
@@ -280,6 +286,8 @@ class GdnDecode(Workload):
         return {**conv, **rec} if part == "step" else rec if part == "recurrent" else conv
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
+        from kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
+
         s, p = state, state.case.params
         qkv_dim = s.weight.shape[0]
         x = s.mixed_qkvz[:, :qkv_dim]

@@ -32,8 +32,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-KV_LORA = 512
-ROPE = 64
+from kernels.mla_decode import KV_LORA, ROPE
 
 
 @triton.jit

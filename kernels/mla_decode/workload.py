@@ -5,26 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-import triton
-
-from kernels.mla_decode.kernel import (
-    KV_LORA,
-    ROPE,
-    SharedPrefix,
-    fitting_prefix_tile,
-    mla_decode,
-    prefix_plan,
-    prefix_stage1,
-    tokens_per_split,
-    wave_fit_splits,
-)
-from kernels.mla_decode.plain_torch import mla_decode_torch
-from kernels.mla_decode.reference import mla_decode_reference
-from kprof.compile_info import fits_shared_memory, programs_per_sm
+from kernels.mla_decode import KV_LORA, ROPE
 from kprof.workload import Case, Feature, Sweep, Workload
+
+if TYPE_CHECKING:  # torch, triton and the kernels are imported where they run: `kprof kernels` lists without them
+    import torch
+
+    from kernels.mla_decode.kernel import SharedPrefix
 
 ROW = KV_LORA + ROPE
 BLOCK_N = 32
@@ -42,17 +31,19 @@ def _case(name: str, batch: int, heads: int, context: int = CONTEXT, prefix: int
 
 def programs_per_split(batch: int, heads: int) -> int:
     """Stage-1 programs of one split: one per request and block of BLOCK_H heads."""
-    return batch * triton.cdiv(heads, BLOCK_H)
+    return batch * -(-heads // BLOCK_H)
 
 
 def default_splits(batch: int, heads: int, context: int) -> int:
     """Upstream's policy: about 256 programs per call (256 // (B · head blocks)), bounded by the tiles."""
-    return int(max(1, min(256 // programs_per_split(batch, heads), triton.cdiv(context, BLOCK_N), MAX_SPLITS)))
+    return int(max(1, min(256 // programs_per_split(batch, heads), -(-context // BLOCK_N), MAX_SPLITS)))
 
 
 def split_walk(batch: int, heads: int, context: int, splits: int, block_n: int = BLOCK_N) -> dict[str, int]:
     """What a split count means for stage 1: tokens per split, loop trips per program (the variable
     the pipelining lever acts on, as the MLA PR's mechanism table has it) and programs launched."""
+    from kernels.mla_decode.kernel import tokens_per_split
+
     tokens = tokens_per_split(context, splits, block_n)
     return {
         "tokens/split": tokens,
@@ -146,11 +137,13 @@ class MlaDecode(Workload):
     reference_rtol = 2e-2
 
     def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
+        import torch
+
         p = case.params
         gen = torch.Generator(device="cpu").manual_seed(seed)
         dt = getattr(torch, dtype)
         batch, ctx, prefix, share = p["batch"], p["context"], p["prefix"], p["share"]
-        groups = triton.cdiv(batch, share)
+        groups = -(-batch // share)
         suffix = ctx - prefix
         rows = groups * prefix + batch * suffix
         # Rows are placed in random order in the pool, as an allocator leaves them; requests of one
@@ -182,6 +175,9 @@ class MlaDecode(Workload):
         )
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
+        from kernels.mla_decode.kernel import mla_decode, wave_fit_splits
+        from kprof.compile_info import programs_per_sm
+
         p = state.case.params
         splits = int(params.get("num_splits", default_splits(p["batch"], p["heads"], p["context"])))
         kwargs = dict(
@@ -221,7 +217,7 @@ class MlaDecode(Workload):
             # Compiling stage 1 (nothing is launched) tells its resident programs per SM; one per
             # SM where that is unknown (interpreter, ROCm).
             per_sm = programs_per_sm(call(splits, compile_only=True)) or 1
-            most = min(triton.cdiv(own_tokens, kwargs["block_n"]), room)
+            most = min(-(-own_tokens // kwargs["block_n"]), room)
             splits = wave_fit_splits(splits, programs_per_split(p["batch"], p["heads"]), s.num_sms * per_sm, most)
         return lambda: call(splits)
 
@@ -229,6 +225,9 @@ class MlaDecode(Workload):
     def _prefix_plan(s: State, params: Mapping[str, Any], pipelined: bool) -> SharedPrefix | None:
         """The shared_prefix plan: requests per program, splits and warps from prefix_plan or the
         sweeps; the prefix loop's tile forced by the sweeps or the fastest that fits the device."""
+        from kernels.mla_decode.kernel import fitting_prefix_tile, prefix_plan, prefix_stage1
+        from kprof.compile_info import fits_shared_memory
+
         p = s.case.params
         per_program = int(params["prefix_requests"]) if "prefix_requests" in params else None
         plan = prefix_plan(p["batch"], p["heads"], p["prefix"], p["share"], s.num_sms, MAX_SPLITS // 2, per_program)
@@ -252,6 +251,8 @@ class MlaDecode(Workload):
         return fitting_prefix_tile(plan, compile_tile, fits_shared_memory)
 
     def launch_torch(self, state: State) -> Callable[[], None]:
+        from kernels.mla_decode.plain_torch import mla_decode_torch
+
         s = state
         return lambda: mla_decode_torch(s.q, s.kv, s.page_table, s.seq_lens, s.out, ROW**-0.5)
 
@@ -259,6 +260,8 @@ class MlaDecode(Workload):
         return {"out": state.out}
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
+        from kernels.mla_decode.reference import mla_decode_reference
+
         s = state
         return {"out": mla_decode_reference(s.q, s.kv, s.page_table, s.seq_lens, ROW**-0.5)}
 
@@ -268,7 +271,7 @@ class MlaDecode(Workload):
         sweep) moves a little more (at most 0.4% of the logical bytes in the pr preset)."""
         p = case.params
         batch, heads, ctx = p["batch"], p["heads"], p["context"]
-        groups = triton.cdiv(batch, p["share"])
+        groups = -(-batch // p["share"])
         q_o = batch * heads * (ROW + KV_LORA) * 2
         splits = default_splits(batch, heads, ctx)
         partials = 2 * batch * heads * splits * (KV_LORA + 1) * 4 if splits > 1 else 0

@@ -5,15 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-import triton
-
-from kernels.paged_decode.kernel import paged_decode
-from kernels.paged_decode.plain_torch import paged_decode_torch
-from kernels.paged_decode.reference import paged_decode_reference
 from kprof.workload import Case, Feature, Sweep, Workload
+
+if TYPE_CHECKING:  # torch, triton and the kernels are imported where they run: `kprof kernels` lists without them
+    import torch
 
 TILE_N = 32
 MAX_SPLITS = 32
@@ -40,6 +37,8 @@ def ragged_lengths(batch: int, seq: int) -> torch.Tensor:
     the case's shape, not the seed's: drawn from a fixed generator, the same in every buffer set and
     every run, so two runs of a case time the same amount of work (when each seed drew its own, the
     baseline of b8-s32768-w4096 moved by 5% between runs with the sum of the lengths)."""
+    import torch
+
     lens = torch.full((batch,), seq, dtype=torch.int32)
     if batch > 1:
         gen = torch.Generator(device="cpu").manual_seed(0)
@@ -54,7 +53,7 @@ def default_splits(batch: int, hkv: int, max_seq: int, num_sms: int) -> int:
     """About four programs per SM (one wave left SMs idle: the H200 split sweep in docs/benchmarks.md),
     never more splits than tiles."""
     wanted = max(1, WAVES * num_sms // max(batch * hkv, 1))
-    return int(min(wanted, MAX_SPLITS, triton.cdiv(max_seq, TILE_N)))
+    return int(min(wanted, MAX_SPLITS, -(-max_seq // TILE_N)))
 
 
 @dataclass
@@ -107,12 +106,14 @@ class PagedDecode(Workload):
     reference_rtol = 2e-2
 
     def setup(self, case: Case, device: str, dtype: str, seed: int) -> State:
+        import torch
+
         p = case.params
         gen = torch.Generator(device="cpu").manual_seed(seed)
         torch_dtype = getattr(torch, dtype)
         batch, seq, bs = p["batch"], p["seq"], p["block_size"]
         lens = ragged_lengths(batch, seq) if p["ragged"] else torch.full((batch,), seq, dtype=torch.int32)
-        blocks_per_req = triton.cdiv(seq, bs)
+        blocks_per_req = -(-seq // bs)
         pool = batch * blocks_per_req + 7
         # Random, non-monotonic page placement, as a serving engine's allocator leaves it.
         table = torch.randperm(pool, generator=gen)[: batch * blocks_per_req].view(batch, blocks_per_req)
@@ -157,12 +158,16 @@ class PagedDecode(Workload):
             tile_n=TILE_N,
         )
 
+        from kernels.paged_decode.kernel import paged_decode
+
         def run() -> None:
             paged_decode(s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
 
         return run
 
     def launch_torch(self, state: State) -> Callable[[], None]:
+        from kernels.paged_decode.plain_torch import paged_decode_torch
+
         s = state
         return lambda: paged_decode_torch(
             s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.out, s.scale, s.case.params["window"]
@@ -172,6 +177,8 @@ class PagedDecode(Workload):
         return {"out": state.out}
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
+        from kernels.paged_decode.reference import paged_decode_reference
+
         s = state
         return {
             "out": paged_decode_reference(
@@ -185,7 +192,7 @@ class PagedDecode(Workload):
         attended = min(p["seq"], p["window"]) if p["window"] else p["seq"]
         kv = p["batch"] * attended * p["hkv"] * p["d"] * 2 * 2
         qo = 2 * p["batch"] * p["hq"] * p["d"] * 2
-        table = p["batch"] * triton.cdiv(p["seq"], p["block_size"]) * 4
+        table = p["batch"] * -(-p["seq"] // p["block_size"]) * 4
         group = p["hq"] // p["hkv"]
         return {"unique": kv + qo + table, "logical": kv * group + qo + table}
 
