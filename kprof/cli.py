@@ -224,7 +224,7 @@ def kernels(
 
 def _say(err: Any) -> Callable[[dict[str, Any]], None]:
     """Events from planning (a revision's tree built, a revision refused) as lines on stderr."""
-    from kprof.engine.events import phase, sentence
+    from kprof.events import phase, sentence
 
     def on_event(event: dict[str, Any]) -> None:
         if (text := sentence(event)) is not None:
@@ -243,8 +243,8 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.run import run_and_analyse, total_rounds
-    from kprof.engine.events import phase, sentence
     from kprof.engine.lifeline import exit_on_sigterm
+    from kprof.events import phase, sentence
     from kprof.report.run_report import run_document
 
     exit_on_sigterm()
@@ -709,8 +709,8 @@ def report(
 ) -> None:
     """Render a stored run (or bisect) again."""
     from kprof.analysis.run_analysis import analyse_run
+    from kprof.bisect_model import BISECT_FILE, Bisect
     from kprof.report.run_report import run_document
-    from kprof.revisions.bisect import BISECT_FILE, Bisect
 
     if (run_dir / BISECT_FILE).is_file():
         from kprof.report.bisect_report import bisect_document

@@ -248,7 +248,7 @@ class Run:
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
     buffer_sets: int = 4
     buffers: str = "shared"  # or "per-leg" (the PR method)
-    processes: int = 1  # worker processes per case, one after another (kprof.engine.parts)
+    processes: int = 1  # worker processes per case, one after another (kprof.parts)
     ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
     gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
     timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures

@@ -172,7 +172,7 @@ def test_a_rerun_lands_inside_the_rerun_interval() -> None:
 def test_cases_split_over_processes_put_what_a_process_holds_in_the_interval() -> None:
     """Every leg shifted by the process that timed it (SD 0.2%, the size two fresh H200 runs of the
     paged preset showed): with one process per case the shift is invisible to a run and reruns miss
-    its rerun interval; dealt over processes as a run deals its sets (kprof.engine.parts) the spread
+    its rerun interval; dealt over processes as a run deals its sets (kprof.parts) the spread
     between sets holds it — partly with two processes (the default: one degree of freedom for the
     process), fully with one set per process. With one process the A/A copy's own process shift is
     caught as a bias and bounded, which covers part of it (0.79 here; it was below 0.6 under the

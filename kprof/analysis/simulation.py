@@ -19,7 +19,7 @@ import pandas as pd
 
 from kprof.analysis.compare import Side, compare_sides, judge, parse_gate
 from kprof.analysis.run_effects import CaseSummary, leg_effects, round_statistics
-from kprof.engine.parts import case_parts
+from kprof.parts import case_parts
 from kprof.run_model import Leg, Role
 
 BASE_NS = 100e3
@@ -228,7 +228,7 @@ def placed(
     """A log effect per buffer set for every leg (baseline and A/A included): where its buffers
     lie (SD ``sigma`` per set) plus what the worker process holding the set adds (SD
     ``process_sigma`` per process; the sets dealt to ``processes`` processes as a run deals them,
-    kprof.engine.parts). None when both are 0."""
+    kprof.parts). None when both are 0."""
     if not sigma and not process_sigma:
         return None
     out = {n: rng.normal(0, sigma, SETS) for n in ["baseline", "A/A", *effects]}

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from kprof.analysis.run_analysis import RunReport, analyse_run
 from kprof.analysis.stats import walsh_index
-from kprof.engine.events import Event
+from kprof.bisect_model import Bisect
 from kprof.engine.parent import execute
 from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError, RunIncomplete
-from kprof.revisions.bisect import Bisect
+from kprof.events import Event
 from kprof.store.run_folder import RunFolder
 
 
@@ -71,7 +71,8 @@ def bisect_revisions(
     ``--paths``, when given) for the commit(s) behind a change of one case's time — a workload's
     case, or a whole program's GPU busy per step (``--metric``: the matching kernels' time); every
     step is a revision run of its own under ``out/step-N``."""
-    from kprof.revisions.bisect import BISECT_FILE, interval_alpha, run_bisect
+    from kprof.bisect_model import BISECT_FILE
+    from kprof.revisions.bisect import interval_alpha, run_bisect
     from kprof.revisions.plan import commit_records, find_repo
 
     if not req.revisions:

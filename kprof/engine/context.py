@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof.correctness import Rule, rule_for
-from kprof.engine.parts import Part, case_parts
+from kprof.parts import Part, case_parts
 from kprof.run_model import CaseStatus, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
 from kprof.timer import Timer, make_timer
@@ -38,7 +38,7 @@ class CaseContext:
     case: Case
     workload: Workload
     legs: list[Leg]
-    part_index: int = 0  # which of the case's processes this is (kprof.engine.parts)
+    part_index: int = 0  # which of the case's processes this is (kprof.parts)
     states: dict[int, Any] = field(default_factory=dict)  # buffer set → the workload's state
     timer: Timer | None = None
     pads: list[Any] = field(default_factory=list)  # held for the case's life: they set where each buffer set lies

@@ -22,14 +22,16 @@ import pandas as pd
 
 from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
-from kprof.engine.events import Event
 from kprof.engine.gate import check_row
 from kprof.engine.gpus import gpu_timer_info, pinned_env, record_device
 from kprof.engine.leg_host import outputs_path
-from kprof.engine.lifeline import child_env
-from kprof.engine.parent import Workers, last_line
+from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged, sample_rows, store_round
 from kprof.engine.schedule import round_orders
+from kprof.engine.sharding import shard_cases
+from kprof.events import Event
+from kprof.revisions.benchmark import check_unchanged
+from kprof.revisions.plan import say_refused
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
 from kprof.store.run_folder import RunFolder
@@ -287,3 +289,28 @@ class HostedCase:
                     checks += host.ask("race", items=mine, r=r)["rows"]
             store_round(self.folder, self.case_index, case, r, rows, attempt, cond, checks)
             self.on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})
+
+
+def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
+    """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted), all of
+    a case's hosts pinned to one GPU; with ``--gpus`` the cases are sharded as worker cases are."""
+    run = folder.read_run()
+    if run.benchmark is not None and not run.benchmark.in_tree:
+        check_unchanged(run.benchmark)
+    pending = folder.unfinished_cases(run)
+    if pending:
+        say_refused(run, on_event)
+
+    def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
+        case = run.case_names[index]
+        try:
+            run_hosted_case(folder, index, events, gpu, live)
+        except HostDied as e:
+            if live.stopped:  # interrupted: the hosts were stopped, nothing is to blame
+                return
+            folder.update_case(case, status="failed", reason=str(e))
+            events({"event": "case_failed", "case": case, "reason": str(e)})
+            return
+        folder.update_case(case, status="done")
+
+    shard_cases(run, pending, on_event, one)

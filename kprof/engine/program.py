@@ -25,9 +25,9 @@ import pandas as pd
 from kprof.analysis.trace_tables import busy_ns, step_table
 from kprof.collectors import program_collector
 from kprof.engine.design import aa_legs
-from kprof.engine.events import Event
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError, checked_regex
+from kprof.events import Event
 from kprof.ingest.load import load_trace
 from kprof.ingest.names import name_matches
 from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
@@ -173,8 +173,8 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     """Every round not stored yet. Round 0 (the discarded burn-in) is each leg's probe: a leg whose
     command fails there is said once — the run stops when it is the baseline or an environment leg,
     a revision is left out of every later round — never retried round after round."""
-    from kprof.engine.parent import say_refused
     from kprof.revisions.benchmark import check_unchanged
+    from kprof.revisions.plan import say_refused
 
     run = folder.read_run()
     collect = program_collector(run.collector)

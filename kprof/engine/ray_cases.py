@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kprof.engine.events import Event
 from kprof.errors import KprofInputError
+from kprof.events import Event
 from kprof.store.atomic import write_bytes
 from kprof.store.run_folder import RunFolder
 from kprof.timer.clocks import GPU_ENV
@@ -42,7 +42,8 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
     device's measurements back to the driver."""
     import ray
 
-    from kprof.engine.parent import Workers, run_case_workers, worker_env
+    from kprof.engine.lifeline import Workers
+    from kprof.engine.workers import run_case_workers, worker_env
 
     with tempfile.TemporaryDirectory(prefix="kprof-ray-") as tmp:
         root = Path(tmp)

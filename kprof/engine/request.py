@@ -15,11 +15,11 @@ from typing import Any
 
 from kprof.engine.design import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
-from kprof.engine.events import Event
 from kprof.engine.gpus import parse_gpus
 from kprof.engine.options import RunRequest, check_options
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
+from kprof.events import Event
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
@@ -213,7 +213,7 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
 
 
 def _processes(req: RunRequest, device: str) -> int:
-    """Worker processes per case (kprof.engine.parts): two by default on a GPU, so that what one
+    """Worker processes per case (kprof.parts): two by default on a GPU, so that what one
     process holds is in the interval; one where the protocol needs every set in one process (per-leg
     buffers, planted spins sized and measured per process, revision legs that have hosts of their
     own) and under the interpreter, whose times mean nothing."""

@@ -2,7 +2,7 @@
 rounds → (profile).
 
 Started by the parent (kprof.engine.parent) as ``python -m kprof.engine.worker RUN_DIR CASE
-[SKIP_JSON [PART]]`` (PART: which of the case's processes, kprof.engine.parts), so a leg that kills
+[SKIP_JSON [PART]]`` (PART: which of the case's processes, kprof.parts), so a leg that kills
 the GPU context takes down only this process: the parent records the death, starts it again, and
 after a second death at that leg goes on without it. Progress goes to stdout as JSON lines; every
 finished round is on disk before the next starts.
@@ -17,12 +17,12 @@ from typing import Any
 
 from kprof.engine.capture import capture
 from kprof.engine.context import CaseContext
-from kprof.engine.events import CASE_FAILED_STEP
 from kprof.engine.gate import run_gate
 from kprof.engine.gpus import own_gpu, record_device
 from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
+from kprof.events import CASE_FAILED_STEP
 from kprof.store.run_folder import RunFolder
 
 

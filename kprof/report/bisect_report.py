@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from kprof.bisect_model import Bisect, Segment
 from kprof.report.run_report import paths_line
 from kprof.report.table import Cell, Column, Document, Table, verdict_cell
-from kprof.revisions.bisect import Bisect, Segment
-from kprof.revisions.git import cut_words
+from kprof.report.text import cut_words
 
 
 def _span(b: Bisect, lo: int, hi: int) -> str:

@@ -11,10 +11,10 @@ import pandas as pd
 
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
-from kprof.engine.events import RESTARTED, death_sentence
+from kprof.events import RESTARTED, death_sentence
 from kprof.report.effects import effect_text
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
-from kprof.revisions.git import cut_words
+from kprof.report.text import cut_words
 from kprof.run_model import Role, Run
 
 EFFECT_CONVENTION = (

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.errors import KprofInputError
+from kprof.report.text import cut_words
 
 WORKTREE = "WORKTREE"  # --rev WORKTREE: the working tree as it is, uncommitted changes included
 
@@ -37,16 +38,6 @@ class Commit:
         return cls(
             d["sha"], d.get("subject", ""), d.get("author_date", ""), tuple(d.get("parents", ())), d.get("diffstat", "")
         )
-
-
-def cut_words(text: str, width: int) -> str:
-    """``text`` in at most ``width`` characters, cut after a whole word and marked with "…"."""
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    head = text[: width - 1]
-    space = head.rfind(" ")
-    return (head[:space] if space > width // 3 else head).rstrip(" ,.;:-") + "…"
 
 
 @dataclass(frozen=True)

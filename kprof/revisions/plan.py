@@ -10,14 +10,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kprof.engine.events import Event
 from kprof.errors import KprofInputError
+from kprof.events import Event
 from kprof.revisions.benchmark import differs_in_trees
 from kprof.revisions.design import listed_legs, range_legs
 from kprof.revisions.git import Commit, CommitRange, Repo
 from kprof.revisions.tree_setup import refusal, run_setup
 from kprof.revisions.trees import OK_MARK, TreeSpec, materialise
-from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionTree
+from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionTree, Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -153,3 +153,12 @@ def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
         tree = _tree(repo, spec, run.setup_command, key, on_event)
         folder.update_revision(key, path=tree.path, refused=tree.refused, setup=tree.setup)
         on_event({"event": "note", "text": f"made the tree of {key} again (it was gone from the cache)"})
+
+
+def say_refused(run: Run, on_event: Callable[[Event], None]) -> None:
+    """One line per revision that cannot be run (a commit that does not apply, a failed --setup, code
+    that does not import): said once, before any round, and left out of every case."""
+    for key, tree in run.revisions.items():
+        legs = [leg.name for leg in run.legs if leg.revision == key]
+        if tree.refused and legs and "#aa" not in key:
+            on_event({"event": "revision_refused", "leg": ", ".join(legs), "reason": tree.refused})

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from kprof.timer import Item
 from kprof.timer.clocks import clock_reader
 from kprof.timer.kernel_time import KERNEL_TIME_LABEL, time_round_kernels
+from kprof.timer.protocol import Item
 from kprof.timer.self_checks import run_self_checks
 
 MIB = 1 << 20

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kprof.timer import Item
+from kprof.timer.protocol import Item
 
 HOST_LABEL = "host-clock (CPU, Triton interpreter: not device time)"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kprof.timer import Item
+from kprof.timer.protocol import Item
 
 KERNEL_TIME_LABEL = "cuda-kernel-time (CUPTI activity records: busy time of each replay, cold L2)"
 EVENT_OVERHEAD_SHARE = 0.01  # kernel times are used where the event overhead exceeds 1% of the time
