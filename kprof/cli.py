@@ -222,15 +222,15 @@ def kernels(
     _write(kernels_document(), fmt)
 
 
-def _say(err: Any) -> Callable[[dict[str, Any]], None]:
+def _say(err: Any) -> Callable[[Any], None]:
     """Events from planning (a revision's tree built, a revision refused) as lines on stderr."""
-    from kprof.events import phase, sentence
+    from kprof.events import Event, Phase
 
-    def on_event(event: dict[str, Any]) -> None:
-        if (text := sentence(event)) is not None:
+    def on_event(event: Event) -> None:
+        if (text := event.sentence()) is not None:
             err.print(f"[yellow]{escape(text)}[/yellow]")
-        elif event.get("event") == "phase":
-            err.print(phase(event), highlight=False)
+        elif isinstance(event, Phase):
+            err.print(event.text(), highlight=False)
 
     return on_event
 
@@ -244,7 +244,7 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool 
 
     from kprof.commands.run import run_and_analyse, total_rounds
     from kprof.engine.lifeline import exit_on_sigterm
-    from kprof.events import phase, sentence
+    from kprof.events import Event, Phase, RoundDone
     from kprof.report.run_report import run_document
 
     exit_on_sigterm()
@@ -262,19 +262,18 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool 
         with progress:
             task = progress.add_task("rounds", total=total_rounds(folder))
 
-            def on_event(event: dict[str, Any]) -> None:
-                kind = event.get("event")
-                if kind == "round":
+            def on_event(event: Event) -> None:
+                if isinstance(event, RoundDone):
                     progress.advance(task)
-                    where = f"{event['case']} round {event['round']}/{event['rounds']}"
+                    where = f"{event.case} round {event.round}/{event.rounds}"
                     progress.update(task, description=where)
                     if not err.is_terminal:
                         err.print(where, highlight=False)
-                elif kind == "phase":
-                    progress.update(task, description=phase(event))
+                elif isinstance(event, Phase):
+                    progress.update(task, description=event.text())
                     if not err.is_terminal:
-                        err.print(phase(event), highlight=False)
-                elif (text := sentence(event)) is not None:
+                        err.print(event.text(), highlight=False)
+                elif (text := event.sentence()) is not None:
                     err.print(f"[yellow]{escape(text)}[/yellow]")
 
             report = run_and_analyse(folder, on_event, fresh=fresh)

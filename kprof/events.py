@@ -1,10 +1,16 @@
-"""Progress events from workers and executors, and the sentence each one prints as."""
+"""Progress events from workers and executors, typed, and the sentence each one prints as.
+
+Each kind of event is a msgspec Struct tagged by its ``event`` field, so the JSON line a worker
+process writes on stdout (``{"event": "round", "case": …}``) decodes into the class it was made
+from, and the display dispatches on the type rather than on a string.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-Event = dict[str, Any]
+import msgspec
+
 RESTARTED = "started again"  # the outcome of a worker's first death at one step and leg
 CASE_FAILED_STEP = "failed"  # a worker's last step when it decided its case cannot be timed: not retried
 
@@ -20,44 +26,135 @@ PHASES = {
 }
 
 
-def phase(event: Event) -> str:
-    """A worker's phase in words (``case: correctness gate · leg``)."""
-    what = PHASES.get(event.get("step", ""), event.get("step", ""))
-    leg, process = event.get("leg"), event.get("process")
-    where = f"{event.get('case')}" + (f" (process {process})" if process else "")
-    return f"{where}: {what}" + (f" · {leg}" if leg and event.get("step") in ("check", "capture") else "")
+class _Event(msgspec.Struct, frozen=True, tag_field="event", omit_defaults=True):
+    def sentence(self) -> str | None:
+        """What to tell the user (None: progress only, nothing to print)."""
+        return None
 
 
-def death_sentence(death: Event) -> str:
-    """A worker that died once and was started again (an event, or a death a case's status keeps)."""
-    step, leg = str(death.get("step", "")), death.get("leg")
-    at = PHASES.get(step, step) + (f" · {leg}" if leg else "")
-    return f"{death.get('case')}: its worker died at {at} ({death.get('reason')}) and was started again"
+def _where(case: str, leg: str) -> str:
+    return f"{case} · {leg}" if case and leg else (leg or case)
 
 
-def sentence(event: Event) -> str | None:
-    """What to tell the user about an event (None: progress only, nothing to print)."""
-    kind = event.get("event")
-    case, leg = event.get("case"), event.get("leg")
-    where = f"{case} · {leg}" if case and leg else (leg or case or "")
-    if kind == "leg_failed":
-        at = f" in round {event['round']}" if "round" in event else ""
-        return f"{where}: not timed{at}: {event.get('reason')}"
-    if kind == "note":
-        return f"note: {event.get('text')}"
-    if kind == "revision_refused":
-        return f"{where}: cannot be run, left out of every round: {event.get('reason')}"
-    if kind == "worker_died":
-        return death_sentence(event)
-    if kind == "leg_crashed":
-        return f"{where}: its worker died twice ({event.get('reason')}); the case goes on without it"
-    if kind == "case_failed":
-        return f"{case}: the case failed: {event.get('reason')}"
-    if kind == "race":
-        return f"{where}: outputs changed in round {event.get('round')} (a race?): {event.get('detail')}"
-    if kind == "no_op":
+class Phase(_Event, frozen=True, tag="phase"):
+    """A worker (or a tree's --setup) entered a step of the protocol."""
+
+    case: str
+    step: str
+    leg: str | None = None
+    process: str | None = None  # "2/3": which of the case's processes
+
+    def text(self) -> str:
+        """The phase in words (``case: correctness gate · leg``)."""
+        what = PHASES.get(self.step, self.step)
+        where = self.case + (f" (process {self.process})" if self.process else "")
+        return f"{where}: {what}" + (f" · {self.leg}" if self.leg and self.step in ("check", "capture") else "")
+
+
+class RoundDone(_Event, frozen=True, tag="round"):
+    case: str
+    round: int
+    rounds: int  # the case's last round
+
+
+class Note(_Event, frozen=True, tag="note"):
+    text: str
+
+    def sentence(self) -> str:
+        return f"note: {self.text}"
+
+
+class LegFailed(_Event, frozen=True, tag="leg_failed"):
+    """A leg left out of the case (its gate, a launch that raises, a program leg that failed)."""
+
+    leg: str
+    reason: str
+    case: str = ""
+    round: int | None = None
+
+    def sentence(self) -> str:
+        at = f" in round {self.round}" if self.round is not None else ""
+        return f"{_where(self.case, self.leg)}: not timed{at}: {self.reason}"
+
+
+class RevisionRefused(_Event, frozen=True, tag="revision_refused"):
+    leg: str  # the legs of the revision, joined
+    reason: str
+
+    def sentence(self) -> str:
+        return f"{self.leg}: cannot be run, left out of every round: {self.reason}"
+
+
+class WorkerDied(_Event, frozen=True, tag="worker_died"):
+    """A worker died once and was started again."""
+
+    case: str
+    step: str
+    reason: str
+    leg: str = ""
+
+    def sentence(self) -> str:
+        return death_sentence(self.case, self.step, self.leg, self.reason)
+
+
+class LegCrashed(_Event, frozen=True, tag="leg_crashed"):
+    case: str
+    leg: str
+    reason: str
+
+    def sentence(self) -> str:
+        return f"{_where(self.case, self.leg)}: its worker died twice ({self.reason}); the case goes on without it"
+
+
+class CaseFailed(_Event, frozen=True, tag="case_failed"):
+    case: str
+    reason: str
+
+    def sentence(self) -> str:
+        return f"{self.case}: the case failed: {self.reason}"
+
+
+class Race(_Event, frozen=True, tag="race"):
+    case: str
+    leg: str
+    round: int
+    detail: str
+
+    def sentence(self) -> str:
+        return f"{_where(self.case, self.leg)}: outputs changed in round {self.round} (a race?): {self.detail}"
+
+
+class NoOp(_Event, frozen=True, tag="no_op"):
+    case: str
+    leg: str
+
+    def sentence(self) -> str:
         return (
-            f"{where}: launches exactly what the baseline launches (same kernels, grids and arguments): "
-            "its features change nothing at this case — a lever that does not apply here, or a silent no-op"
+            f"{_where(self.case, self.leg)}: launches exactly what the baseline launches (same kernels, grids "
+            "and arguments): its features change nothing at this case — a lever that does not apply here, "
+            "or a silent no-op"
         )
-    return None
+
+
+Event = Phase | RoundDone | Note | LegFailed | RevisionRefused | WorkerDied | LegCrashed | CaseFailed | Race | NoOp
+
+_decoder = msgspec.json.Decoder(Event)
+
+
+def encode(event: Event) -> str:
+    """One JSON line, as a worker writes it on stdout."""
+    return msgspec.json.encode(event).decode()
+
+
+def decode(line: str | bytes) -> Event | None:
+    """The event a worker's line holds; None for a line that is not one (a workload's own print)."""
+    try:
+        return _decoder.decode(line)
+    except msgspec.DecodeError:
+        return None
+
+
+def death_sentence(case: str, step: str, leg: str, reason: Any) -> str:
+    """A worker that died once and was started again (an event, or a death a case's status keeps)."""
+    at = PHASES.get(step, step) + (f" · {leg}" if leg else "")
+    return f"{case}: its worker died at {at} ({reason}) and was started again"

@@ -26,6 +26,16 @@ class Launch:
     grid: list[Any]
     signature: str  # JSON: scalar arguments as given, tensors as shape/stride/dtype/address
 
+    def record(self) -> dict[str, Any]:
+        """The launch as the launches table holds it (the grid as JSON text)."""
+        return {"kernel": self.kernel, "grid": json.dumps(self.grid), "signature": self.signature}
+
+
+def launch_rows(case: str, by_leg: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows of the launches table (kprof.store.run_tables): each leg's recorded launches, numbered
+    in the order they were made."""
+    return [dict(x, case=case, leg=leg, index=i) for leg, xs in by_leg.items() for i, x in enumerate(xs)]
+
 
 def _describe(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):

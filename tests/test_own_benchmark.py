@@ -20,6 +20,7 @@ from conftest import ROOT
 from kprof.cli import app
 from kprof.engine.request import RunRequest, plan_run
 from kprof.errors import KprofInputError
+from kprof.events import Note
 from kprof.revisions.benchmark import (
     BenchmarkChanged,
     check_unchanged,
@@ -309,6 +310,6 @@ def test_a_tracked_benchmark_that_revisions_change_is_noted(history: History) ->
         workload=str(tracked), revs=["HEAD~1", "HEAD"], repo=str(history.repo), device="cpu", setup="python build.py"
     )
     plan_run(req, events.append)
-    notes = [e["text"] for e in events if e.get("event") == "note"]
+    notes = [e.text for e in events if isinstance(e, Note)]
     assert len(notes) == 1 and "bench_in_repo.py is in the repository and differs at" in notes[0]
     assert "--in-tree" in notes[0]

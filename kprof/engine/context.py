@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kprof.correctness import Rule, rule_for
+from kprof.events import Event, Phase, encode
 from kprof.parts import Part, case_parts
 from kprof.run_model import CaseStatus, Leg, Role, Run
 from kprof.store.run_folder import RunFolder
@@ -21,9 +22,9 @@ from kprof.workload import Case, Workload, load_workload
 Item = tuple[Any, int]  # (leg index or a probe's name, buffer set)
 
 
-def emit(**event: Any) -> None:
+def emit(event: Event) -> None:
     """A progress event for the parent, as one JSON line on stdout."""
-    print(json.dumps(event), flush=True)
+    print(encode(event), flush=True)
 
 
 PLACEMENT_STEPS = 16  # a buffer set starts after 0–15 × 2 MiB plus 4 KiB–2 MiB of padding
@@ -96,7 +97,7 @@ class CaseContext:
         progress.write_text(json.dumps({"step": step, "leg": leg}))
         if step != "round":
             process = f"{self.part_index + 1}/{self.run.processes}" if self.run.processes > 1 else None
-            emit(event="phase", case=self.case.name, step=step, leg=leg, process=process)
+            emit(Phase(case=self.case.name, step=step, leg=leg, process=process))
 
     def done(self) -> None:
         (self.folder.root / f".progress-c{self.case_index:03d}.json").unlink(missing_ok=True)

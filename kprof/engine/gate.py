@@ -9,7 +9,6 @@ flagged as a possible silent no-op.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,8 @@ import pandas as pd
 from kprof.compile_info import compile_metadata
 from kprof.correctness import CheckResult, compare, poison
 from kprof.engine.context import CaseContext, emit
-from kprof.launches import Launch, recording
+from kprof.events import LegFailed, NoOp
+from kprof.launches import Launch, launch_rows, recording
 from kprof.run_model import Leg, Role
 
 
@@ -117,28 +117,24 @@ def run_gate(ctx: CaseContext) -> GateResult:
                 sync(ctx.device)
             except Exception as e:  # a sweep value that does not compile (shared memory, registers)
                 out.failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
-                emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])
+                emit(LegFailed(case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name]))
                 continue
             res = compare(w.outputs(state), out.baseline_outputs[k], reference, ctx.rule(leg), w.reference_rtol)
             checks.append(check_row(ctx.case.name, leg.name, -1, k, res))
             if not res.passed:
                 out.failed[leg.name] = f"correctness: {res.detail}"
-                emit(event="leg_failed", case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name])
+                emit(LegFailed(case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name]))
                 continue
             out.fns[(li, k)] = fn
     out.no_ops = silent_no_ops(ctx.legs, out.launches)
     for name in out.no_ops if ctx.part_index == 0 else ():  # said once per case
-        emit(event="no_op", case=ctx.case.name, leg=name)
+        emit(NoOp(case=ctx.case.name, leg=name))
     ctx.folder.write_part("checks", ctx.case_index, None, pd.DataFrame(checks), part=ctx.part_index)
     if ctx.part_index > 0:  # the first process recorded the compiled kernels and their launches
         return out
     if compile_rows:
         ctx.folder.write_part("compile", ctx.case_index, None, pd.DataFrame(compile_rows))
-    launch_rows = [
-        dict(case=ctx.case.name, leg=leg, index=i, kernel=x.kernel, grid=json.dumps(x.grid), signature=x.signature)
-        for leg, xs in out.launches.items()
-        for i, x in enumerate(xs)
-    ]
-    if launch_rows:
-        ctx.folder.write_part("launches", ctx.case_index, None, pd.DataFrame(launch_rows))
+    rows = launch_rows(ctx.case.name, {leg: [x.record() for x in xs] for leg, xs in out.launches.items()})
+    if rows:
+        ctx.folder.write_part("launches", ctx.case_index, None, pd.DataFrame(rows))
     return out

@@ -22,14 +22,16 @@ import pandas as pd
 
 from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
+from kprof.engine.context import Item
 from kprof.engine.gate import check_row
 from kprof.engine.gpus import gpu_timer_info, pinned_env, record_device
 from kprof.engine.leg_host import outputs_path
 from kprof.engine.lifeline import Workers, child_env, last_line
-from kprof.engine.rounds import MAX_ATTEMPTS, clock_sagged, sample_rows, store_round
+from kprof.engine.rounds import RoundPlan, timed_rounds
 from kprof.engine.schedule import round_orders
 from kprof.engine.sharding import shard_cases
-from kprof.events import Event
+from kprof.events import CaseFailed, Event, LegFailed, RevisionRefused, RoundDone
+from kprof.launches import launch_rows
 from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
 from kprof.revisions.trees import revision_env
@@ -136,7 +138,7 @@ def run_hosted_case(
                     failed[name] = f"refused: {e}" if e.revision_wide else f"host: {e}"
                 if e.revision_wide and key != base_key:  # said once; no later case starts it again
                     folder.update_revision(key, refused=str(e))
-                    on_event({"event": "revision_refused", "leg": ", ".join(legs), "reason": str(e)})
+                    on_event(RevisionRefused(leg=", ".join(legs), reason=str(e)))
         if base_key not in hosts:
             raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
         HostedCase(folder, run, case_index, hosts, base_key, failed, on_event, gpu).drive()
@@ -172,7 +174,7 @@ class HostedCase:
 
     def fail(self, leg: str, reason: str) -> None:
         self.failed[leg] = reason
-        self.on_event({"event": "leg_failed", "case": self.case, "leg": leg, "reason": reason})
+        self.on_event(LegFailed(case=self.case, leg=leg, reason=reason))
 
     def drive(self) -> None:
         changed = self.gate()
@@ -216,11 +218,7 @@ class HostedCase:
             self.sets = reply["sets"]
             for leg, reason in reply["failed"].items():
                 self.fail(leg, reason)
-            launches += [
-                dict(x, case=self.case, leg=leg, index=i)
-                for leg, xs in reply["launches"].items()
-                for i, x in enumerate(xs)
-            ]
+            launches += launch_rows(self.case, reply["launches"])
         base_name = self.run.baseline.name
         if base_name in self.failed:  # nothing to compare with: the case cannot be timed
             raise HostDied(f"the baseline {base_name} failed its gate: {self.failed[base_name]}")
@@ -257,38 +255,62 @@ class HostedCase:
         return _load(outputs_path(self.folder, self.case_index, leg, k))
 
     def rounds(self, timed: list[Leg], samples: int) -> None:
-        """Interleaved timed rounds, one leg at a time from its host; each round on disk before the next."""
-        run, case, base = self.run, self.case, self.hosts[self.base_key]
-        done = set(self.folder.finished_rounds(self.case_index))
-        clocks: list[float] = []
-        for r, order in enumerate(round_orders(len(timed), run.rounds + 1, run.seed + self.case_index)):
-            if r in done:
-                continue
-            k = r % self.sets
-            for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
-                rows = []
-                for slot, i in enumerate(order):
-                    leg = timed[i]
-                    times = self.hosts[leg.revision or ""].ask(
-                        "time",
-                        items=[[leg.name, k]],
-                        samples=samples,
-                        kernel_time=self.kernel_time,
-                        recapture=run.captures == "per-round",
-                    )
-                    rows += sample_rows(case, leg.name, r, k, slot, times["times"][0], times["label"], r == 0)
-                cond = base.ask("conditions")["conditions"]
-                if not clock_sagged(cond, clocks):
-                    break
-            if cond.get("sm_clock_mhz") is not None:
-                clocks.append(cond["sm_clock_mhz"])
-            checks = []
-            for key, host in self.hosts.items():
-                mine = [[leg.name, k] for leg in timed if leg.revision == key]
-                if mine:
-                    checks += host.ask("race", items=mine, r=r)["rows"]
-            store_round(self.folder, self.case_index, case, r, rows, attempt, cond, checks)
-            self.on_event({"event": "round", "case": case, "round": r, "rounds": run.rounds})
+        """Interleaved timed rounds (kprof.engine.rounds), one leg at a time from its host; round 0
+        is the burn-in."""
+        run = self.run
+        orders = round_orders(len(timed), run.rounds + 1, run.seed + self.case_index)
+        plan = RoundPlan(
+            folder=self.folder,
+            case_index=self.case_index,
+            case=self.case,
+            samples=samples,
+            rounds={r: [(i, r % self.sets) for i in order] for r, order in enumerate(orders)},
+            last_round=run.rounds,
+            burn_in=lambda r: r == 0,
+        )
+        legs = HostedLegs(self.hosts, self.base_key, timed, self.kernel_time, run.captures == "per-round")
+        timed_rounds(plan, legs, lambda r, last: self.on_event(RoundDone(case=self.case, round=r, rounds=last)))
+
+
+@dataclass
+class HostedLegs:
+    """A case's legs in their revisions' hosts: each timed by its own host, one leg at a time; the
+    baseline's host reads the round's clocks; each host checks its legs against its own outputs."""
+
+    hosts: dict[str, Host]
+    base_key: str
+    timed: list[Leg]  # items are (index into this list, buffer set)
+    kernel_time: bool
+    recapture: bool
+    label: str = ""
+
+    def start_round(self, items: list[Item], r: int) -> None:
+        """Nothing: each host captures its leg afresh when asked to time it (``recapture``)."""
+
+    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[float]]:
+        times = {}
+        for i, k in items:
+            leg = self.timed[i]
+            reply = self.hosts[leg.revision or ""].ask(
+                "time", items=[[leg.name, k]], samples=samples, kernel_time=self.kernel_time, recapture=self.recapture
+            )
+            times[(i, k)], self.label = reply["times"][0], reply["label"]
+        return times
+
+    def conditions(self) -> dict[str, Any]:
+        return self.hosts[self.base_key].ask("conditions")["conditions"]
+
+    def race(self, items: list[Item], r: int) -> list[dict[str, Any]]:
+        k = items[0][1]
+        rows = []
+        for key, host in self.hosts.items():
+            mine = [[leg.name, k] for leg in self.timed if leg.revision == key]
+            if mine:
+                rows += host.ask("race", items=mine, r=r)["rows"]
+        return rows
+
+    def leg_name(self, item: Item) -> str:
+        return self.timed[item[0]].name
 
 
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
@@ -309,7 +331,7 @@ def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None
             if live.stopped:  # interrupted: the hosts were stopped, nothing is to blame
                 return
             folder.update_case(case, status="failed", reason=str(e))
-            events({"event": "case_failed", "case": case, "reason": str(e)})
+            events(CaseFailed(case=case, reason=str(e)))
             return
         folder.update_case(case, status="done")
 

@@ -115,9 +115,7 @@ class LegHost:
                     failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
                     continue
                 if k == 0:
-                    launches[leg.name] = [
-                        dict(kernel=x.kernel, grid=json.dumps(x.grid), signature=x.signature) for x in seen
-                    ]
+                    launches[leg.name] = [x.record() for x in seen]
                 outs = {n: t.clone() for n, t in w.outputs(state).items()}
                 self.own_outputs[(li, k)] = outs
                 save(outs, outputs_path(ctx.folder, ctx.case_index, leg.name, k))

@@ -27,7 +27,7 @@ from kprof.collectors import program_collector
 from kprof.engine.design import aa_legs
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError, checked_regex
-from kprof.events import Event
+from kprof.events import Event, LegFailed, RevisionRefused, RoundDone
 from kprof.ingest.load import load_trace
 from kprof.ingest.names import name_matches
 from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
@@ -211,16 +211,16 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                 base = leg.has(Role.BASELINE) or leg.has(Role.AA)
                 if r > 0:  # it ran in the probe: a failure of one process, said and counted
                     failures[f"{leg.name} round {r}"] = reason
-                    on_event({"event": "leg_failed", "leg": leg.name, "round": r, "reason": reason})
+                    on_event(LegFailed(leg=leg.name, round=r, reason=reason))
                 elif leg.revision and not base:
                     dropped[leg.name] = reason
-                    on_event({"event": "revision_refused", "leg": leg.name, "reason": reason})
+                    on_event(RevisionRefused(leg=leg.name, reason=reason))
                 else:
                     who = f"the baseline {run.baseline.name}" if base else leg.name
                     raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
         folder.update_case(BUSY_CASE, failed=dropped, failures=failures)
-        on_event({"event": "round", "case": "program", "round": r, "rounds": run.rounds})
+        on_event(RoundDone(case="program", round=r, rounds=run.rounds))
     folder.update_case(BUSY_CASE, status="done", failed=dropped, failures=failures)
 
 

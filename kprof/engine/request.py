@@ -19,7 +19,7 @@ from kprof.engine.gpus import parse_gpus
 from kprof.engine.options import RunRequest, check_options
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
-from kprof.events import Event
+from kprof.events import Event, Note
 from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
@@ -99,9 +99,7 @@ def _revision_workload(
             problem = without_tree(e.problem, tree)
             raise KprofInputError(req.workload, f"at the baseline {base_leg.name}: {problem}") from None
         for text in dict.fromkeys(str(w.message) for w in seen):  # the revision's own warnings, said once
-            on_event(
-                {"event": "note", "text": f"importing the benchmark at {base_leg.name}: {without_tree(text, tree)}"}
-            )
+            on_event(Note(text=f"importing the benchmark at {base_leg.name}: {without_tree(text, tree)}"))
     assert workload is not None
     fields = plan.fields(repo, req.paths) | dict(
         workload_in_tree=req.workload if bundled else "",

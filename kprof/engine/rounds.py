@@ -1,13 +1,18 @@
-"""Timed rounds: every timed leg in the round's seeded balanced order, ``samples`` cold samples
-each, from graphs captured afresh for the round (``--captures per-round``, in a seeded order); a
-round whose SM clock sagged below 90% of the run's median is redone (up to 3 attempts); after each
-round every leg is replayed once more on that round's buffers, poisoned first, and compared with
-the baseline (a race shows as a mismatch). Each round is on disk before the next."""
+"""Timed rounds, the one loop every run goes through: every timed leg in the round's seeded
+balanced order, ``samples`` cold samples each, from graphs captured afresh for the round
+(``--captures per-round``); a round whose SM clock sagged below 90% of the run's median is redone
+(up to 3 attempts); after each round every leg is replayed once more on that round's buffers,
+poisoned first, and compared (a race shows as a mismatch). Each round is on disk before the next.
+
+Where the legs live is the transport's business (:class:`RoundLegs`): in this worker process
+(:class:`LocalLegs`), or in a leg host per revision tree (kprof.engine.hosted.HostedLegs)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -17,6 +22,7 @@ from kprof.engine.capture import Captured
 from kprof.engine.context import CaseContext, Item, emit
 from kprof.engine.gate import GateResult, check_row, sync
 from kprof.engine.schedule import round_orders
+from kprof.events import Race, RoundDone
 from kprof.run_model import SPIN_PARAM
 from kprof.store.run_folder import RunFolder
 
@@ -88,6 +94,101 @@ def store_round(
     folder.write_part("checks", case_index, r, pd.DataFrame(checks))
 
 
+class RoundLegs(Protocol):
+    """What the round loop needs of the legs, wherever they run. An item is (leg, buffer set)."""
+
+    label: str  # the timer's label, written into every sample row
+
+    def start_round(self, items: list[Item], r: int) -> None:
+        """Before round r's first attempt (fresh graphs, where the legs are captured per round)."""
+
+    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[float]]:
+        """``samples`` timings (ns) of every item, in the round's order."""
+
+    def conditions(self) -> dict[str, Any]:
+        """Clock, temperature and throttle state after the round."""
+
+    def race(self, items: list[Item], r: int) -> list[dict[str, Any]]:
+        """Each item replayed once more on the round's buffers and checked: rows of the checks table."""
+
+    def leg_name(self, item: Item) -> str: ...
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """Which rounds a process times, with its items in order, and how they are stored."""
+
+    folder: RunFolder
+    case_index: int
+    case: str
+    samples: int
+    rounds: dict[int, list[Item]]  # round → its (leg, buffer set) items in timing order
+    last_round: int  # the case's last round (progress)
+    burn_in: Callable[[int], bool]
+    process: int | None = None  # which of the case's processes (kprof.parts), None for one host per revision
+
+
+def timed_rounds(plan: RoundPlan, legs: RoundLegs, on_round: Callable[[int, int], None]) -> None:
+    """Every round of the plan not on disk yet: timed (redone while the clock sagged), race-checked,
+    stored; ``on_round(r, last_round)`` after each."""
+    done = set(plan.folder.finished_rounds(plan.case_index))
+    clocks: list[float] = []
+    for r, items in plan.rounds.items():
+        if r in done:
+            continue
+        legs.start_round(items, r)
+        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
+            times = legs.time_round(items, plan.samples)
+            cond = legs.conditions()
+            if not clock_sagged(cond, clocks):
+                break
+        if cond.get("sm_clock_mhz") is not None:
+            clocks.append(cond["sm_clock_mhz"])
+        checks = legs.race(items, r)
+        rows = [
+            row
+            for slot, item in enumerate(items)
+            for row in sample_rows(
+                plan.case, legs.leg_name(item), r, item[1], slot, times[item], legs.label, plan.burn_in(r)
+            )
+        ]
+        store_round(plan.folder, plan.case_index, plan.case, r, rows, attempt, cond, checks, plan.process)
+        on_round(r, plan.last_round)
+
+
+@dataclass
+class LocalLegs:
+    """The legs of a case in this worker process: one timer, checked against the baseline's outputs."""
+
+    ctx: CaseContext
+    gate: GateResult
+
+    @property
+    def label(self) -> str:
+        assert self.ctx.timer is not None
+        return self.ctx.timer.label
+
+    def start_round(self, items: list[Item], r: int) -> None:
+        assert self.ctx.timer is not None
+        self.ctx.at("round", str(r))
+        if self.ctx.run.captures == "per-round":
+            self.ctx.timer.recapture(capture_order(items, self.ctx.run.seed, self.ctx.case_index, r))
+
+    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[float]]:
+        assert self.ctx.timer is not None
+        return self.ctx.timer.time_round(items, samples)
+
+    def conditions(self) -> dict[str, Any]:
+        assert self.ctx.timer is not None
+        return self.ctx.timer.round_conditions()
+
+    def race(self, items: list[Item], r: int) -> list[dict[str, Any]]:
+        return race_check(self.ctx, self.gate, items, r)
+
+    def leg_name(self, item: Item) -> str:
+        return self.ctx.legs[item[0]].name
+
+
 def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
     timer = ctx.timer
     assert timer is not None
@@ -104,37 +205,20 @@ def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) ->
         res = compare(w.outputs(ctx.states[k]), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
         rows.append(check_row(ctx.case.name, leg.name, r, k, res))
         if not res.passed:
-            emit(event="race", case=ctx.case.name, leg=leg.name, round=r, detail=res.detail)
+            emit(Race(case=ctx.case.name, leg=leg.name, round=r, detail=res.detail or ""))
     return rows
 
 
 def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
-    timer = ctx.timer
-    assert timer is not None
-    last_round = ctx.run.rounds + ctx.run.processes - 1
-    done = set(ctx.folder.finished_rounds(ctx.case_index))
-    clocks: list[float] = []
-    for r, order in orders_of(ctx, captured).items():
-        if r in done:
-            continue
-        items = round_items(ctx, captured, order, r)
-        ctx.at("round", str(r))
-        if ctx.run.captures == "per-round":
-            timer.recapture(capture_order(items, ctx.run.seed, ctx.case_index, r))
-        for attempt in range(MAX_ATTEMPTS):  # noqa: B007 - recorded with the round below
-            times = timer.time_round(items, captured.samples)
-            cond = timer.round_conditions()
-            if not clock_sagged(cond, clocks):
-                break
-        if cond.get("sm_clock_mhz") is not None:
-            clocks.append(cond["sm_clock_mhz"])
-        checks = race_check(ctx, gate, items, r)
-        rows = [
-            row
-            for slot, (li, k) in enumerate(items)
-            for row in sample_rows(
-                ctx.case.name, ctx.legs[li].name, r, k, slot, times[(li, k)], timer.label, ctx.part.burn_in(r)
-            )
-        ]
-        store_round(ctx.folder, ctx.case_index, ctx.case.name, r, rows, attempt, cond, checks, ctx.part_index)
-        emit(event="round", case=ctx.case.name, round=r, rounds=last_round)
+    """This process's rounds of the case, timed in this process."""
+    plan = RoundPlan(
+        folder=ctx.folder,
+        case_index=ctx.case_index,
+        case=ctx.case.name,
+        samples=captured.samples,
+        rounds={r: round_items(ctx, captured, order, r) for r, order in orders_of(ctx, captured).items()},
+        last_round=ctx.run.rounds + ctx.run.processes - 1,
+        burn_in=ctx.part.burn_in,
+        process=ctx.part_index,
+    )
+    timed_rounds(plan, LocalLegs(ctx, gate), lambda r, last: emit(RoundDone(case=ctx.case.name, round=r, rounds=last)))

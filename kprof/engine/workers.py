@@ -15,7 +15,7 @@ from pathlib import Path
 from kprof.engine.gpus import pinned_env
 from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.sharding import shard_cases
-from kprof.events import CASE_FAILED_STEP, RESTARTED, Event
+from kprof.events import CASE_FAILED_STEP, RESTARTED, CaseFailed, Event, LegCrashed, WorkerDied, decode
 from kprof.parts import case_parts
 from kprof.store.run_folder import RunFolder
 
@@ -110,11 +110,11 @@ def _run_part(
         outcome = RESTARTED if not twice else f"{leg} is left out of the case" if blame else "the case failed"
         _record_death(folder, case, part, step, leg, code, reason, outcome)
         if not twice:
-            on_event({"event": "worker_died", "case": case, "leg": leg, "step": step, "reason": reason})
+            on_event(WorkerDied(case=case, leg=leg, step=step, reason=reason))
         elif blame:
             skip.append(leg)
             folder.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
-            on_event({"event": "leg_crashed", "case": case, "leg": leg, "reason": reason})
+            on_event(LegCrashed(case=case, leg=leg, reason=reason))
         else:
             at = f"{step} · {leg}" if leg else step
             return _fail_case(folder, case, f"its worker died twice at {at}: {reason}", on_event)
@@ -123,7 +123,7 @@ def _run_part(
 
 def _fail_case(folder: RunFolder, case: str, reason: str, on_event: Callable[[Event], None]) -> bool:
     folder.update_case(case, status="failed", reason=reason)
-    on_event({"event": "case_failed", "case": case, "reason": reason})
+    on_event(CaseFailed(case=case, reason=reason))
     return False
 
 
@@ -156,10 +156,8 @@ def _worker(
         live.procs.add(proc)
         try:
             for line in proc.stdout:
-                try:
-                    on_event(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
+                if (event := decode(line)) is not None:  # anything else is a workload's own print
+                    on_event(event)
             code = proc.wait()
         except BaseException:  # Ctrl-C or a kill of the parent: no orphan worker runs on
             proc.kill()

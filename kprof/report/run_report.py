@@ -151,7 +151,11 @@ def status_lines(run: Run) -> list[tuple[str, str]]:
     launches are warnings."""
     lines = [(m.text, "error") for m in run.missing()]
     for case, status in run.case_status.items():
-        lines += [(death_sentence({**d, "case": case}), "warning") for d in status.deaths if d["outcome"] == RESTARTED]
+        lines += [
+            (death_sentence(case, str(d.get("step", "")), str(d.get("leg") or ""), d.get("reason")), "warning")
+            for d in status.deaths
+            if d["outcome"] == RESTARTED
+        ]
         failures = status.extra.get("failures", {})  # a whole program's process that failed in one round
         lines += [(f"{case} · {where}: failed: {why}", "warning") for where, why in failures.items()]
         lines += [

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.errors import KprofInputError
-from kprof.events import Event
+from kprof.events import Event, Note, Phase, RevisionRefused
 from kprof.revisions.benchmark import differs_in_trees
 from kprof.revisions.design import listed_legs, range_legs
 from kprof.revisions.git import Commit, CommitRange, Repo
@@ -112,7 +112,7 @@ def note_benchmark(
     names = {leg.revision or "": leg.name for leg in plan.legs}
     note = differs_in_trees(bench, repo.root, trees, names)
     if note:
-        on_event({"event": "note", "text": note})
+        on_event(Note(text=note))
 
 
 def _tree(repo: Repo, spec: TreeSpec, setup: str, name: str, on_event: Callable[[Event], None]) -> RevisionTree:
@@ -125,7 +125,7 @@ def _tree(repo: Repo, spec: TreeSpec, setup: str, name: str, on_event: Callable[
         refused=made.refused,
     )
     if setup and made.path is not None:
-        said = {"event": "phase", "case": name, "step": "tree_setup"}
+        said = Phase(case=name, step="tree_setup")
         tree.setup = run_setup(made.path, setup, dict(os.environ), lambda: on_event(said))
         if tree.setup["exit_code"] != 0:
             tree.refused = refusal(tree.setup)
@@ -152,7 +152,7 @@ def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
         spec = TreeSpec(old.base, tuple((op, sha) for op, sha in old.ops))
         tree = _tree(repo, spec, run.setup_command, key, on_event)
         folder.update_revision(key, path=tree.path, refused=tree.refused, setup=tree.setup)
-        on_event({"event": "note", "text": f"made the tree of {key} again (it was gone from the cache)"})
+        on_event(Note(text=f"made the tree of {key} again (it was gone from the cache)"))
 
 
 def say_refused(run: Run, on_event: Callable[[Event], None]) -> None:
@@ -161,4 +161,4 @@ def say_refused(run: Run, on_event: Callable[[Event], None]) -> None:
     for key, tree in run.revisions.items():
         legs = [leg.name for leg in run.legs if leg.revision == key]
         if tree.refused and legs and "#aa" not in key:
-            on_event({"event": "revision_refused", "leg": ", ".join(legs), "reason": tree.refused})
+            on_event(RevisionRefused(leg=", ".join(legs), reason=tree.refused))
