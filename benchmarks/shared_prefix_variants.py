@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from triton.testing import do_bench
 
-from kernels.gdn_decode.workload import WORKLOAD as GDN
-from kernels.mla_decode.workload import WORKLOAD as MLA
 from kprof.compile_info import compile_metadata
 from kprof.correctness import relative_error
+from kprof_kernels.gdn_decode.workload import WORKLOAD as GDN
+from kprof_kernels.mla_decode.workload import WORKLOAD as MLA
 
 OTHER_LEVERS = ["pipelined_loads", "split_major_grid", "tiled_reduce", "wave_fit_splits"]
 SHARED = [*OTHER_LEVERS, "shared_prefix"]
@@ -76,7 +76,7 @@ def main() -> None:
                 fn()
                 torch.cuda.synchronize()
                 err = float(relative_error(state.out, ref))
-                meta = [{k: m.get(k) for k in META} for m in compile_metadata(fn, ("kernels.",))]
+                meta = [{k: m.get(k) for k in META} for m in compile_metadata(fn, ("kprof_kernels.",))]
                 log(out, case=name, leg=label, us=round(microseconds(fn), 2), err=err, compile=meta)
             except Exception as e:  # a variant that does not fit (shared memory) is a result too
                 log(out, case=name, leg=label, error=repr(e)[:300])

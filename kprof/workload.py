@@ -4,7 +4,7 @@ A workload declares **features** (named switches, each with the exactness it pro
 grouped in named **presets** (``smoke`` small enough for the CPU interpreter, ``pr`` the realistic
 sweep), and implements ``setup`` (allocate one buffer set for a case), ``launch`` (a zero-argument
 callable that runs the kernel(s) for a feature set), ``outputs``, a float64 ``reference`` and the
-bytes/flops of one call. Bundled workloads live in ``kernels/``; a user's file defines
+bytes/flops of one call. Bundled workloads live in ``kprof_kernels/``; a user's file defines
 ``WORKLOAD = MyWorkload()`` the same way (see docs/workloads.md).
 """
 
@@ -144,21 +144,21 @@ class Workload(ABC):
 
 
 def bundled_names() -> list[str]:
-    """Every family folder of the ``kernels`` package that has a ``workload`` module: adding a
+    """Every family folder of the ``kprof_kernels`` package that has a ``workload`` module: adding a
     family is adding its folder."""
-    import kernels
+    import kprof_kernels
 
     return sorted(
         info.name
-        for info in pkgutil.iter_modules(kernels.__path__)
-        if info.ispkg and importlib.util.find_spec(f"kernels.{info.name}.workload") is not None
+        for info in pkgutil.iter_modules(kprof_kernels.__path__)
+        if info.ispkg and importlib.util.find_spec(f"kprof_kernels.{info.name}.workload") is not None
     )
 
 
 def load_workload(spec: str) -> Workload:
     """A bundled name (``paged_decode``) or a path to a Python file that defines ``WORKLOAD``."""
     if spec in bundled_names():
-        return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
+        return importlib.import_module(f"kprof_kernels.{spec}.workload").WORKLOAD
     path = Path(spec)
     if path.suffix != ".py":
         raise KprofInputError(spec, f"not a bundled workload ({', '.join(bundled_names())}) nor a .py file")

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import DEVICE
-from kernels.gdn_decode.workload import WORKLOAD, _case
 from kprof.correctness import poison, relative_error
+from kprof_kernels.gdn_decode.workload import WORKLOAD, _case
 
 LEVERS = WORKLOAD.feature_names
 CASES = WORKLOAD.cases("smoke")

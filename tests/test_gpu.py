@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def _paged():
-    from kernels.paged_decode.workload import WORKLOAD
+    from kprof_kernels.paged_decode.workload import WORKLOAD
 
     return WORKLOAD
 
@@ -57,7 +57,7 @@ def test_event_timer_sees_a_planted_spin() -> None:
 
 
 def _gdn():
-    from kernels.gdn_decode.workload import WORKLOAD
+    from kprof_kernels.gdn_decode.workload import WORKLOAD
 
     return WORKLOAD
 
@@ -93,7 +93,7 @@ def test_gdn_decode_levers_bit_exact_on_gpu_over_three_steps(lever: str) -> None
 
 
 def _mla():
-    from kernels.mla_decode.workload import WORKLOAD
+    from kprof_kernels.mla_decode.workload import WORKLOAD
 
     return WORKLOAD
 
@@ -154,7 +154,7 @@ def test_plain_torch_leg_is_captured_in_a_cuda_graph(module: str, case_name: str
 
     from kprof.correctness import relative_error
 
-    w = importlib.import_module(f"kernels.{module}.workload").WORKLOAD
+    w = importlib.import_module(f"kprof_kernels.{module}.workload").WORKLOAD
     case = next(c for c in w.cases("pr") if c.name == case_name)
     state = w.setup(case, "cuda", "bfloat16", 0)
     fn = w.launch_torch(state)

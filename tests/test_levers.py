@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 
 from conftest import DEVICE
-from kernels.mla_decode.workload import WORKLOAD as MLA
-from kernels.mla_decode.workload import _case as mla_case
 from kprof.engine.gate import silent_no_ops
 from kprof.launches import recording
 from kprof.run_model import Leg, Role
 from kprof.workload import Case, Workload, bundled_names, load_workload
+from kprof_kernels.mla_decode.workload import WORKLOAD as MLA
+from kprof_kernels.mla_decode.workload import _case as mla_case
 
 # Cases where a lever that is a no-op at smoke shapes takes effect: wave_fit_splits raises the split
 # count only when the last wave of stage-1 programs is short (24 requests × 12 heads: 10 → 11 splits).

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from conftest import DEVICE, HAS_GPU
-from kernels.mla_decode.kernel import wave_fit_splits
-from kernels.mla_decode.workload import WORKLOAD, _case
 from kprof.correctness import relative_error
+from kprof_kernels.mla_decode.kernel import wave_fit_splits
+from kprof_kernels.mla_decode.workload import WORKLOAD, _case
 
 LEVERS = WORKLOAD.feature_names
 CASES = WORKLOAD.cases("smoke")
@@ -132,7 +132,7 @@ def test_shared_prefix_matches_float64(params) -> None:
 
 
 def test_shared_prefix_plan_fills_64_rows_in_even_shares_of_a_group() -> None:
-    from kernels.mla_decode.kernel import prefix_plan
+    from kprof_kernels.mla_decode.kernel import prefix_plan
 
     h12 = prefix_plan(16, 12, 63_240, 8, 132, 128)  # 8 requests × 12 heads: two programs of 4 (48 rows)
     assert (h12.requests_per_program, h12.block_m, h12.splits) == (4, 64, 33)
@@ -159,7 +159,7 @@ def test_shared_prefix_is_a_no_op_where_no_prefix_is_shared() -> None:
 def test_the_prefix_tile_falls_back_to_one_that_fits_the_device() -> None:
     """The fastest tile first; a device with less shared memory (or fp32 inputs, which double a
     tile's bytes) gets the next one that fits, and none when none fits (the lever does nothing)."""
-    from kernels.mla_decode.kernel import PREFIX_TILES, fitting_prefix_tile, prefix_plan
+    from kprof_kernels.mla_decode.kernel import PREFIX_TILES, fitting_prefix_tile, prefix_plan
 
     plan = prefix_plan(16, 12, 63_240, 8, 132, 128)
     asked = {(64, 2): 221_184, (32, 3): 147_712, (16, 2): 90_000}  # bytes each tile asks (bf16, H200)

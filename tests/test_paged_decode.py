@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import DEVICE, HAS_GPU
-from kernels.paged_decode.workload import WORKLOAD
 from kprof.workload import Case
+from kprof_kernels.paged_decode.workload import WORKLOAD
 
 LEVERS = WORKLOAD.feature_names
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import DEVICE
-from kernels.gdn_decode.workload import WORKLOAD as GDN
-from kernels.mla_decode.workload import WORKLOAD as MLA
-from kernels.paged_decode.workload import WORKLOAD as PAGED
 from kprof.correctness import poison, relative_error
+from kprof_kernels.gdn_decode.workload import WORKLOAD as GDN
+from kprof_kernels.mla_decode.workload import WORKLOAD as MLA
+from kprof_kernels.paged_decode.workload import WORKLOAD as PAGED
 
 
 @pytest.mark.parametrize("workload", [PAGED, MLA, GDN], ids=lambda w: w.name)
@@ -24,7 +24,7 @@ def test_plain_torch_matches_the_float64_reference(workload) -> None:
 def test_scatter_rows_leaves_padding_and_unused_slots_alone() -> None:
     import torch
 
-    from kernels.gdn_decode.plain_torch import scatter_rows
+    from kprof_kernels.gdn_decode.plain_torch import scatter_rows
 
     pool = torch.arange(12.0).view(6, 2)
     rows = torch.tensor([[100.0, 101.0], [200.0, 201.0], [300.0, 301.0]])

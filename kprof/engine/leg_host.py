@@ -41,11 +41,21 @@ def import_workload(run: Run, tree: Path) -> Workload:
         spec = run.workload_in_tree or run.workload
         if spec.endswith(".py"):
             return load_workload(str(tree / spec))
-        return importlib.import_module(f"kernels.{spec}.workload").WORKLOAD
+        return importlib.import_module(f"{bundled_package(tree, spec)}.{spec}.workload").WORKLOAD
     if not bench.in_tree:
         check_unchanged(bench)
     sys.path[:0] = import_path(tree, bench, Path(run.repo or tree))
     return load_workload(str(in_tree_path(bench, tree)))
+
+
+def bundled_package(tree: Path, family: str) -> str:
+    """The package that holds a bundled family in this tree: ``kprof_kernels``, or ``kernels`` in
+    kprof's own revisions from before the rename (a bisect over kprof's history crosses it)."""
+    return (
+        "kernels"
+        if not (tree / "kprof_kernels" / family).is_dir() and (tree / "kernels" / family).is_dir()
+        else "kprof_kernels"
+    )
 
 
 def outputs_path(folder: RunFolder, case_index: int, leg: str, k: int) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.mla_decode import KV_LORA
+from kprof_kernels.mla_decode import KV_LORA
 
 
 def mla_decode_torch(q, kv, page_table, seq_lens, out, sm_scale: float) -> None:

@@ -158,7 +158,7 @@ class PagedDecode(Workload):
             tile_n=TILE_N,
         )
 
-        from kernels.paged_decode.kernel import paged_decode
+        from kprof_kernels.paged_decode.kernel import paged_decode
 
         def run() -> None:
             paged_decode(s.q, s.k_cache, s.v_cache, s.block_table, s.seq_lens, s.out, s.o_part, s.lse_part, **kwargs)
@@ -166,7 +166,7 @@ class PagedDecode(Workload):
         return run
 
     def launch_torch(self, state: State) -> Callable[[], None]:
-        from kernels.paged_decode.plain_torch import paged_decode_torch
+        from kprof_kernels.paged_decode.plain_torch import paged_decode_torch
 
         s = state
         return lambda: paged_decode_torch(
@@ -177,7 +177,7 @@ class PagedDecode(Workload):
         return {"out": state.out}
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
-        from kernels.paged_decode.reference import paged_decode_reference
+        from kprof_kernels.paged_decode.reference import paged_decode_reference
 
         s = state
         return {

@@ -32,7 +32,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from kernels.mla_decode import KV_LORA, ROPE
+from kprof_kernels.mla_decode import KV_LORA, ROPE
 
 
 @triton.jit

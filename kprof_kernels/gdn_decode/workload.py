@@ -173,7 +173,7 @@ class GdnDecode(Workload):
             getattr(state, name).copy_(value)
 
     def _conv(self, s: State, features: frozenset[str]) -> None:
-        from kernels.gdn_decode.kernel import gdn_conv_update
+        from kprof_kernels.gdn_decode.kernel import gdn_conv_update
 
         p = s.case.params
         gdn_conv_update(
@@ -196,7 +196,7 @@ class GdnDecode(Workload):
         )
 
     def _recurrent(self, s: State, features: frozenset[str], params: Mapping[str, Any]) -> None:
-        from kernels.gdn_decode.kernel import gdn_recurrent_decode
+        from kprof_kernels.gdn_decode.kernel import gdn_recurrent_decode
 
         p = s.case.params
         gdn_recurrent_decode(
@@ -239,7 +239,7 @@ class GdnDecode(Workload):
         return step
 
     def launch_torch(self, state: State) -> Callable[[], None]:
-        from kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
+        from kprof_kernels.gdn_decode.plain_torch import conv_update_torch, recurrent_torch
 
         s, p = state, state.case.params
         part = p["part"]
@@ -286,7 +286,7 @@ class GdnDecode(Workload):
         return {**conv, **rec} if part == "step" else rec if part == "recurrent" else conv
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
-        from kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
+        from kprof_kernels.gdn_decode.reference import conv_update_reference, recurrent_reference
 
         s, p = state, state.case.params
         qkv_dim = s.weight.shape[0]

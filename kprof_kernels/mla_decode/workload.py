@@ -7,13 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from kernels.mla_decode import KV_LORA, ROPE
 from kprof.workload import Case, Feature, Sweep, Workload
+from kprof_kernels.mla_decode import KV_LORA, ROPE
 
 if TYPE_CHECKING:  # torch, triton and the kernels are imported where they run: `kprof kernels` lists without them
     import torch
 
-    from kernels.mla_decode.kernel import SharedPrefix
+    from kprof_kernels.mla_decode.kernel import SharedPrefix
 
 ROW = KV_LORA + ROPE
 BLOCK_N = 32
@@ -42,7 +42,7 @@ def default_splits(batch: int, heads: int, context: int) -> int:
 def split_walk(batch: int, heads: int, context: int, splits: int, block_n: int = BLOCK_N) -> dict[str, int]:
     """What a split count means for stage 1: tokens per split, loop trips per program (the variable
     the pipelining lever acts on, as the MLA PR's mechanism table has it) and programs launched."""
-    from kernels.mla_decode.kernel import tokens_per_split
+    from kprof_kernels.mla_decode.kernel import tokens_per_split
 
     tokens = tokens_per_split(context, splits, block_n)
     return {
@@ -175,8 +175,8 @@ class MlaDecode(Workload):
         )
 
     def launch(self, state: State, features: frozenset[str], params: Mapping[str, Any]) -> Callable[[], None]:
-        from kernels.mla_decode.kernel import mla_decode, wave_fit_splits
         from kprof.compile_info import programs_per_sm
+        from kprof_kernels.mla_decode.kernel import mla_decode, wave_fit_splits
 
         p = state.case.params
         splits = int(params.get("num_splits", default_splits(p["batch"], p["heads"], p["context"])))
@@ -225,8 +225,8 @@ class MlaDecode(Workload):
     def _prefix_plan(s: State, params: Mapping[str, Any], pipelined: bool) -> SharedPrefix | None:
         """The shared_prefix plan: requests per program, splits and warps from prefix_plan or the
         sweeps; the prefix loop's tile forced by the sweeps or the fastest that fits the device."""
-        from kernels.mla_decode.kernel import fitting_prefix_tile, prefix_plan, prefix_stage1
         from kprof.compile_info import fits_shared_memory
+        from kprof_kernels.mla_decode.kernel import fitting_prefix_tile, prefix_plan, prefix_stage1
 
         p = s.case.params
         per_program = int(params["prefix_requests"]) if "prefix_requests" in params else None
@@ -251,7 +251,7 @@ class MlaDecode(Workload):
         return fitting_prefix_tile(plan, compile_tile, fits_shared_memory)
 
     def launch_torch(self, state: State) -> Callable[[], None]:
-        from kernels.mla_decode.plain_torch import mla_decode_torch
+        from kprof_kernels.mla_decode.plain_torch import mla_decode_torch
 
         s = state
         return lambda: mla_decode_torch(s.q, s.kv, s.page_table, s.seq_lens, s.out, ROW**-0.5)
@@ -260,7 +260,7 @@ class MlaDecode(Workload):
         return {"out": state.out}
 
     def reference(self, state: State) -> dict[str, torch.Tensor]:
-        from kernels.mla_decode.reference import mla_decode_reference
+        from kprof_kernels.mla_decode.reference import mla_decode_reference
 
         s = state
         return {"out": mla_decode_reference(s.q, s.kv, s.page_table, s.seq_lens, ROW**-0.5)}
