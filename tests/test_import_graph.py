@@ -103,3 +103,18 @@ def test_no_arrow_from_a_lower_layer_up(lower: str) -> None:
         if t.startswith(UPPER)
     )
     assert not up, up
+
+
+def test_the_architecture_notes_show_the_code_as_it_is() -> None:
+    """docs/architecture.md's figures are the script's, not typed by hand (benchmarks/code_shape.py)."""
+    import importlib.util
+
+    script = ROOT.parent / "benchmarks" / "code_shape.py"
+    spec = importlib.util.spec_from_file_location("code_shape", script)
+    assert spec is not None and spec.loader is not None
+    code_shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(code_shape)
+    doc = code_shape.DOC.read_text()
+    assert code_shape.written(doc, code_shape.figures(ROOT.parent)) == doc, (
+        "docs/architecture.md: the code's shape changed; run python benchmarks/code_shape.py --write"
+    )
