@@ -28,10 +28,9 @@ from rich.markup import escape
 from kprof import __version__
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
+from kprof.run_options import ATTRIBUTE, CALIBRATE, RUN, request_fields, with_options
 
 GATE_BROKEN, GATE_UNDECIDED, INCOMPLETE = 1, 3, 4
-
-CASE_HELP = "The case of this name; else every case whose name contains this text."
 
 app = typer.Typer(
     name="kprof",
@@ -52,33 +51,6 @@ TraceFormat = _formats("table", "md", "csv", "json")
 RunFormat = _formats("table", "md", "json")
 AttributeFormat = _formats("table", "md", "json", "html")
 CompareFormat = _formats("table", "md", "json", "csv")
-
-SweepOption = Annotated[str | None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")]
-SweepBaselineOption = Annotated[
-    bool,
-    typer.Option(
-        "--sweep-baseline",
-        help="Force each sweep value on the baseline too: the target's effect at every value (a mechanism sweep).",
-    ),
-]
-CapturesOption = Annotated[
-    str,
-    typer.Option(
-        "--captures",
-        help="per-round (default): every round times graphs captured afresh, so what one capture of "
-        "a graph costs on its own is noise between rounds, inside the interval; once: each leg's "
-        "graphs are captured once per run (faster to set up; small kernels keep per-capture offsets).",
-    ),
-]
-TimerOption = Annotated[
-    str,
-    typer.Option(
-        "--timer",
-        help="GPU timer: events (CUDA events around each replay), kernel-time (CUPTI activity records: the "
-        "busy time of each replay's kernels) or auto (kernel time below the size where the event "
-        "overhead, measured at start, exceeds 1%).",
-    ),
-]
 
 
 def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
@@ -311,8 +283,12 @@ def _floats(text: str | None, option: str) -> list[float]:
         raise KprofInputError(option, f"expected comma-separated numbers, got {text!r}") from None
 
 
+PROGRAM_ONLY = ("legs", "steps", "metric")  # options of whole programs that a workload run refuses
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
+@with_options(RUN)
 def run(
     ctx: typer.Context,
     workload: Annotated[
@@ -321,207 +297,52 @@ def run(
             help="Bundled workload name or path to a .py file defining WORKLOAD (omit for a whole program after --)."
         ),
     ] = None,
-    preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
-    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
-    design: Annotated[
-        str, typer.Option(help="endpoints, add-one, leave-one-out, factorial or all; with --revisions also bisect.")
-    ] = "all",
-    target: Annotated[list[str] | None, typer.Option(help="Features of the target leg (default: all).")] = None,
-    sweep: SweepOption = None,
-    sweep_baseline: SweepBaselineOption = False,
-    rounds: Annotated[int, typer.Option(help="Timed rounds (plus one burn-in round).")] = 16,
-    samples: Annotated[
-        int | None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
-    ] = None,
-    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)] = 4,
-    buffers: Annotated[
-        str,
-        typer.Option(
-            help="shared: all legs of a round share a buffer set (kprof); per-leg: "
-            "each leg owns its buffers (the PR method, for comparison)."
-        ),
-    ] = "shared",
-    processes: Annotated[
-        int | None,
-        typer.Option(
-            help="Worker processes per case, one after another, each with its share of the rounds and "
-            "buffer sets, so what one process holds is in the interval (default: 2 on a GPU, else 1)."
-        ),
-    ] = None,
-    aa_copies: Annotated[int, typer.Option(help="Independent A/A copies of the baseline.", min=1)] = 1,
-    timer: TimerOption = "auto",
-    captures: CapturesOption = "per-round",
-    gpus: Annotated[
-        str | None,
-        typer.Option(
-            help="Shard the cases (and a bisect's revisions) over this host's GPUs: all, a count, or a list "
-            "like 0,1. Each case runs whole on one GPU (every ratio within one GPU); on a CPU, N runs N "
-            "workers at once."
-        ),
-    ] = None,
-    aa_across_gpus: Annotated[
-        bool,
-        typer.Option(
-            "--aa-across-gpus",
-            help="With --gpus: the first case on every GPU too, and the GPU-to-GPU spread of its legs.",
-        ),
-    ] = False,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            help="Run each case as a Ray task needing one GPU on this cluster: auto (a running cluster) or "
-            "its address; results are gathered into the run folder (pip install 'kprof[ray]')."
-        ),
-    ] = None,
-    torch_leg: Annotated[
-        bool,
-        typer.Option(
-            "--torch-leg/--no-torch-leg", help="Also time the workload's plain-PyTorch implementation, when it has one."
-        ),
-    ] = True,
-    collector: Annotated[
-        str,
-        typer.Option(
-            help="events (default), torch (adds per-kernel times per leg), or, for whole programs, torch, nsys or "
-            "rocprofv3."
-        ),
-    ] = "events",
-    leg: Annotated[
-        list[str] | None,
-        typer.Option(help="Whole-program leg NAME[:VAR=VALUE,…]; the first is the baseline. The program follows --."),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for inputs and leg order.")] = 0,
-    device: Annotated[
-        str | None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, host clock).")
-    ] = None,
-    dtype: Annotated[str | None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")] = None,
-    threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
-    revisions: Annotated[
-        str | None,
-        typer.Option(help="Git range A..B: each commit a lever; legs per --design, each revision in its own process."),
-    ] = None,
-    rev: Annotated[
-        list[str] | None,
-        typer.Option(help="A revision as a leg (repeat; the first is the baseline; WORKTREE = uncommitted tree)."),
-    ] = None,
-    repo: Annotated[
-        str | None, typer.Option(help="Repository of --revisions (default: the workload file's, else here).")
-    ] = None,
-    allow_changed_outputs: Annotated[
-        bool, typer.Option(help="Time revisions whose outputs differ from the first's (flagged in every report).")
-    ] = False,
-    setup: Annotated[
-        str | None,
-        typer.Option(
-            help="Revision runs: a command run once in each revision's tree before anything is timed (a build "
-            "step, e.g. 'python setup.py build_ext --inplace'); cached with the tree; a tree whose setup fails "
-            "is left out, said once."
-        ),
-    ] = None,
-    paths: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--paths",
-            help="With --revisions: keep only the range's commits that touch these paths (git pathspecs from "
-            "the repository's root; repeat or separate by commas); the others are listed as left out.",
-        ),
-    ] = None,
-    in_tree: Annotated[
-        bool,
-        typer.Option(
-            "--in-tree",
-            help="Revision runs: use the benchmark (workload file or script) at its path inside each revision's "
-            "tree, instead of the file where you keep it.",
-        ),
-    ] = False,
-    steps: Annotated[
-        str | None,
-        typer.Option(
-            help="Whole programs: a regex over the trace's ranges that marks steps (default: ProfilerStep#N); "
-            "with steps, GPU busy per steady step is the headline."
-        ),
-    ] = None,
-    metric: Annotated[
-        str | None,
-        typer.Option(
-            help="Whole programs: a regex over kernel names; those kernels' device time per step (per process "
-            "without steps) becomes a case, and the case a bisect follows."
-        ),
-    ] = None,
+    *,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
+    **options: Any,
 ) -> None:
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
     (one process per leg per round under a collector); legs are feature sets, git revisions, or
     environments; store every sample."""
     from kprof.engine.options import RunRequest, program_and_workload
 
-    workload, program = program_and_workload(workload, ctx.args, leg or [])
-    path_list = [p.strip() for text in paths or [] for p in text.split(",") if p.strip()]
-    say = _say(output_console(stderr=True))
+    fields = request_fields(options)
+    workload, program = program_and_workload(workload, ctx.args, fields["legs"])
     if resume:
         from kprof.commands.run import resume_folder
 
         _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt))
         return
-    # What whole programs and workloads are both asked: the protocol and the revisions.
-    common: dict[str, Any] = dict(
-        rounds=rounds,
-        seed=seed,
-        threshold_pct=threshold,
-        argv=sys.argv[1:],
-        revisions=revisions,
-        revs=rev or [],
-        repo=repo,
-        design=design,
-        aa_copies=aa_copies,
-        setup=setup or "",
-        paths=path_list,
-        in_tree=in_tree,
-    )
     request: Any
-    if program or leg:
-        if processes is not None:
+    if program or fields["legs"]:
+        if fields["processes"] is not None:
             raise KprofInputError("--processes", "whole programs already run one process per leg per round")
         from kprof.engine.program import ProgramRequest
 
-        request = ProgramRequest(
-            legs=leg or [], program=program, collector=collector, steps=steps, metric=metric, **common
-        )
+        request = ProgramRequest(program=program, argv=sys.argv[1:], **_taken(ProgramRequest, fields))
     elif workload is None:
         raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
     else:
-        for option, given in (("--steps", steps), ("--metric", metric)):
-            if given:
+        for option, name in (("--steps", "steps"), ("--metric", "metric")):
+            if fields[name]:
                 raise KprofInputError(option, "is for whole programs (kprof run … -- CMD)")
-        request = RunRequest(
-            workload=workload,
-            preset=preset,
-            case_filter=case,
-            target=target,
-            sweep=sweep,
-            sweep_baseline=sweep_baseline,
-            samples=samples,
-            buffer_sets=buffer_sets,
-            buffers=buffers,
-            processes=processes,
-            timer_mode=timer,
-            captures=captures,
-            gpus=gpus,
-            aa_across_gpus=aa_across_gpus,
-            ray=ray,
-            device=device,
-            dtype=dtype,
-            collector=collector,
-            torch_leg=torch_leg,
-            allow_changed_outputs=allow_changed_outputs,
-            **common,
-        )
-    if design == "bisect":
+        workload_fields = {k: v for k, v in fields.items() if k not in PROGRAM_ONLY}
+        request = RunRequest(workload=workload, argv=sys.argv[1:], **workload_fields)
+    if fields["design"] == "bisect":
         _bisect(request, out, fmt)
         return
-    _fail_if_incomplete(_execute_and_report(_start(request, out, say), fmt, fresh=True))
+    _fail_if_incomplete(_execute_and_report(_start(request, out, _say(output_console(stderr=True))), fmt, fresh=True))
+
+
+def _taken(request_type: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields a request type has, from the options: a whole program takes the protocol and the
+    revisions, not a workload's buffers or GPUs."""
+    from dataclasses import fields as declared
+
+    names = {f.name for f in declared(request_type)}
+    return {k: v for k, v in fields.items() if k in names}
 
 
 def _start(request: Any, out: Path | None, say: Callable[[Any], None] | None = None) -> Any:
@@ -545,98 +366,55 @@ def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
 
 @app.command()
 @one_line_errors
+@with_options(CALIBRATE, aa_copies=3)
 def calibrate(
     workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
-    preset: Annotated[str | None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")] = None,
-    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
-    target: Annotated[list[str] | None, typer.Option(help="Features of the leg to plant into (default: all).")] = None,
-    plant: Annotated[str, typer.Option(help="Planted delays, percent of the leg's time.")] = "0.5,1,2",
-    aa_copies: Annotated[int, typer.Option(help="Independent A/A copies.", min=1)] = 3,
-    rounds: Annotated[int, typer.Option(help="Timed rounds.")] = 16,
-    buffers: Annotated[str, typer.Option(help="shared (kprof) or per-leg (the PR method).")] = "shared",
-    buffer_sets: Annotated[int, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)] = 4,
-    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round.")] = None,
-    device: Annotated[str | None, typer.Option(help="cuda or cpu.")] = None,
-    timer: TimerOption = "auto",
-    captures: CapturesOption = "per-round",
-    dtype: Annotated[str | None, typer.Option(help="Data type.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    *,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+    **options: Any,
 ) -> None:
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
     from kprof.engine.options import RunRequest
 
-    plants = _floats(plant, "--plant")
-    if not plants:
+    fields = request_fields(options)
+    fields["plants"] = _floats(fields["plants"], "--plant")
+    if not fields["plants"]:
         raise KprofInputError("--plant", "needs at least one delay")
-    request = RunRequest(
-        workload=workload,
-        preset=preset,
-        case_filter=case,
-        design="endpoints",
-        target=target,
-        rounds=rounds,
-        samples=samples,
-        buffer_sets=buffer_sets,
-        buffers=buffers,
-        timer_mode=timer,
-        captures=captures,
-        seed=seed,
-        device=device,
-        dtype=dtype,
-        plants=plants,
-        aa_copies=aa_copies,
-        argv=sys.argv[1:],
-    )
+    request = RunRequest(workload=workload, design="endpoints", argv=sys.argv[1:], **fields)
     _fail_if_incomplete(_execute_and_report(_start(request, out), fmt))
 
 
 @app.command("attribute")
 @one_line_errors
+@with_options(ATTRIBUTE, helps={"design": "Legs to run: all, add-one, leave-one-out, factorial or endpoints."})
 def attribute_command(
-    target: Annotated[str, typer.Argument(help="A run folder, or a workload to run first (bundled name or .py).")],
-    preset: Annotated[str | None, typer.Option(help="Preset when running a workload.")] = None,
-    case: Annotated[str | None, typer.Option(help=CASE_HELP)] = None,
-    design: Annotated[str, typer.Option(help="Legs to run: all, add-one, leave-one-out, factorial.")] = "all",
-    target_features: Annotated[
-        list[str] | None, typer.Option("--target", help="Features of the target leg when running (default: all).")
+    subject: Annotated[
+        str,
+        typer.Argument(metavar="TARGET", help="A run folder, or a workload to run first (bundled name or .py)."),
+    ],
+    *,
+    threshold: Annotated[
+        float | None, typer.Option(help="Practical threshold in percent (default: the run's own).")
     ] = None,
-    sweep: SweepOption = None,
-    sweep_baseline: SweepBaselineOption = False,
-    rounds: Annotated[int, typer.Option(help="Timed rounds when running.")] = 16,
-    samples: Annotated[int | None, typer.Option(help="Cold samples per leg per round when running.")] = None,
-    buffer_sets: Annotated[int, typer.Option(help="Buffer sets when running.", min=1)] = 4,
-    device: Annotated[str | None, typer.Option(help="cuda or cpu when running.")] = None,
-    threshold: Annotated[float | None, typer.Option(help="Practical threshold in percent.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder to write when running.")] = None,
     fmt: Annotated[
         AttributeFormat, typer.Option("--format", help="table, md, json or html (with plots).")
     ] = AttributeFormat.table,
+    **options: Any,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
     from kprof.engine.options import RunRequest
     from kprof.store.layout import is_run_folder
 
-    root = Path(target)
+    root = Path(subject)
     if not is_run_folder(root):
-        if root.is_dir() or (root.suffix != ".py" and "/" in target):
+        if root.is_dir() or (root.suffix != ".py" and "/" in subject):
             what = "is not a kprof run folder (no meta.json) nor a workload" if root.exists() else "no such run folder"
-            raise KprofInputError(target, what)
+            raise KprofInputError(subject, what)
+        threshold_pct = threshold if threshold is not None else 0.5
         request = RunRequest(
-            workload=target,
-            preset=preset,
-            case_filter=case,
-            design=design,
-            target=target_features,
-            sweep=sweep,
-            sweep_baseline=sweep_baseline,
-            rounds=rounds,
-            samples=samples,
-            buffer_sets=buffer_sets,
-            device=device,
-            threshold_pct=threshold if threshold is not None else 0.5,
-            argv=sys.argv[1:],
+            workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
         )
         folder = _start(request, out)
         missing = _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
