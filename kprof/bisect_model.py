@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-BISECT_FILE = "bisect.json"
+from kprof.store.layout import BISECT_FILE
 
 
 @dataclass

@@ -486,8 +486,9 @@ def report(
 ) -> None:
     """Render a stored run (or bisect) again."""
     from kprof.analysis.run_analysis import analyse_run
-    from kprof.bisect_model import BISECT_FILE, Bisect
+    from kprof.bisect_model import Bisect
     from kprof.report.run_report import run_document
+    from kprof.store.layout import BISECT_FILE
 
     if (run_dir / BISECT_FILE).is_file():
         from kprof.report.bisect_report import bisect_document

@@ -220,9 +220,29 @@ class CaseStatus:
         return {**{k: v for k, v in out.items() if v not in (None, "", [], {})}, **self.extra}
 
     @classmethod
-    def from_record(cls, d: dict[str, Any]) -> CaseStatus:
+    def from_record(cls, d: Any, where: str = "meta.json") -> CaseStatus:
+        if not isinstance(d, dict):
+            raise KprofInputError(where, f"holds a case status that is not a JSON object ({type(d).__name__})")
         known = {f.name for f in fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in d.items() if k in known}, extra={k: v for k, v in d.items() if k not in known})
+        status = cls(**{k: v for k, v in d.items() if k in known}, extra={k: v for k, v in d.items() if k not in known})
+        for name, kind in _STATUS_TYPES.items():
+            if not isinstance(getattr(status, name), kind):
+                raise KprofInputError(
+                    where, f"holds a case status whose {name} is a {type(getattr(status, name)).__name__}"
+                )
+        return status
+
+
+_STATUS_TYPES: dict[str, type | tuple[type, ...]] = {
+    "status": str,
+    "reason": str,
+    "failed": dict,
+    "crashed_legs": list,
+    "deaths": list,
+    "no_op_legs": list,
+    "legs_timed": list,
+    "timer": str,
+}
 
 
 @dataclass
@@ -307,7 +327,9 @@ class Run:
         return next(c for c in self.cases if c.name == name)
 
     def status(self, case: str) -> CaseStatus:
-        return self.case_status.setdefault(case, CaseStatus())
+        """The case's status as stored (a case that has not started has an empty one); reading it
+        changes nothing."""
+        return self.case_status.get(case) or CaseStatus()
 
     def missing(self) -> list[Missing]:
         """What the plan holds and the folder does not: cases that failed or have not finished, legs

@@ -178,17 +178,18 @@ def test_a_full_disk_leaves_the_run_folder_as_it_was_and_says_so_in_one_line(tmp
     from kprof.store.run_folder import RunFolder
 
     root = _run(tmp_path / "run")
-    before = (root / "meta.json").read_text()
+    RunFolder(root).update_case("c", status="done")
+    before = {p: p.read_bytes() for p in (root / "meta.json", root / "status" / "c000.json")}
 
     def full(self: Path, data: bytes) -> int:
         Path.write_text(self, data.decode()[: len(data) // 2])  # part of it lands, then the disk is full
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(Path, "write_bytes", full)
-    with pytest.raises(KprofInputError, match="meta.json: cannot be written \\(No space left on device\\)"):
+    with pytest.raises(KprofInputError, match="c000.json: cannot be written \\(No space left on device\\)"):
         RunFolder(root).update_case("c", status="")
     monkeypatch.undo()
-    assert (root / "meta.json").read_text() == before and not list(root.glob("*.partial"))
+    assert {p: p.read_bytes() for p in before} == before and not list(root.rglob("*.partial"))
 
 
 def test_damaged_parts_of_tables_the_report_does_not_read_are_warned_about(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from conftest import DEVICE, HAS_GPU
 from kprof.cli import INCOMPLETE, app
+from kprof.store.layout import STATUS
 from kprof.store.run_folder import RunFolder as RunStore
 
 runner = CliRunner()
@@ -170,7 +171,7 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     assert not list((out / "samples").glob("c000-r*.parquet"))
     rounds = int(before["round"].max())
     forget_rounds(out, {rounds - 1, rounds})
-    store.update(case_status={})
+    shutil.rmtree(out / STATUS)  # every case's status: as if none had finished
     res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
     assert res.exit_code == 0
     after = store.read("samples")

@@ -33,7 +33,9 @@ def effects_now() -> pd.DataFrame:
         effects = analyse_run(root).effects
         frames.append(effects[["case", "leg", *NUMBERS, "verdict"]].assign(run=str(root.relative_to(RUNS))))
     table = pd.concat(frames, ignore_index=True)[["run", "case", "leg", *NUMBERS, "verdict"]]
-    return table.astype({"case": str, "leg": str, "verdict": str}).sort_values(["run", "case", "leg"], ignore_index=True)
+    return table.astype({"case": str, "leg": str, "verdict": str}).sort_values(
+        ["run", "case", "leg"], ignore_index=True
+    )
 
 
 def test_every_stored_run_reports_what_it_reported() -> None:

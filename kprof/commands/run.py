@@ -71,9 +71,9 @@ def bisect_revisions(
     ``--paths``, when given) for the commit(s) behind a change of one case's time — a workload's
     case, or a whole program's GPU busy per step (``--metric``: the matching kernels' time); every
     step is a revision run of its own under ``out/step-N``."""
-    from kprof.bisect_model import BISECT_FILE
     from kprof.revisions.bisect import interval_alpha, run_bisect
     from kprof.revisions.plan import commit_records, find_repo
+    from kprof.store.layout import BISECT_FILE, is_run_folder
 
     if not req.revisions:
         raise KprofInputError("--design bisect", "needs --revisions A..B")
@@ -98,7 +98,7 @@ def bisect_revisions(
         need = next(n for n in range(req.rounds, 64) if walsh_index(n, alpha) > 0)
         raise KprofInputError("--rounds", f"bisect over {len(span.commits)} commits needs at least {need} rounds")
     root = out or default_folder(req.workload if isinstance(req, RunRequest) else "bisect")
-    if (root / BISECT_FILE).exists() or (root / "meta.json").exists():
+    if (root / BISECT_FILE).exists() or is_run_folder(root):
         raise KprofInputError(root, "already holds a run (use another --out)")
     root.mkdir(parents=True, exist_ok=True)
 

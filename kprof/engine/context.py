@@ -15,6 +15,7 @@ from kprof.correctness import Rule, rule_for
 from kprof.events import Event, Phase, encode
 from kprof.parts import Part, case_parts
 from kprof.run_model import CaseStatus, Leg, Role, Run
+from kprof.store.layout import progress_file
 from kprof.store.run_folder import RunFolder
 from kprof.timer import Timer, make_timer
 from kprof.workload import Case, Workload, load_workload
@@ -93,14 +94,14 @@ class CaseContext:
     def at(self, step: str, leg: str | None = None) -> None:
         """Where the worker is: the parent reads it when the worker dies (which leg to drop), and
         the display shows it (setup and the gate take minutes on a CPU)."""
-        progress = self.folder.root / f".progress-c{self.case_index:03d}.json"
+        progress = progress_file(self.folder.root, self.case_index)
         progress.write_text(json.dumps({"step": step, "leg": leg}))
         if step != "round":
             process = f"{self.part_index + 1}/{self.run.processes}" if self.run.processes > 1 else None
             emit(Phase(case=self.case.name, step=step, leg=leg, process=process))
 
     def done(self) -> None:
-        (self.folder.root / f".progress-c{self.case_index:03d}.json").unlink(missing_ok=True)
+        progress_file(self.folder.root, self.case_index).unlink(missing_ok=True)
 
     def setup(self) -> None:
         """Every buffer set, each placed after a seeded random padding allocation, so the sets lie

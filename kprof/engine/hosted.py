@@ -36,6 +36,7 @@ from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
+from kprof.store.layout import host_log
 from kprof.store.run_folder import RunFolder
 from kprof.timer.kernel_time import KERNEL_TIME_LABEL, wants_kernel_time
 
@@ -56,8 +57,7 @@ class Host:
         env = pinned_env(revision_env(run, key), gpu, run.device)
         cmd = [sys.executable, "-m", "kprof.engine.leg_host", str(folder.root), str(case_index), key]
         # stderr to a file, not a pipe: a host that writes much there (a compiler) must never block
-        safe = "".join(c if c.isalnum() else "_" for c in key)
-        self.log = folder.root / f".host-c{case_index:03d}-{safe}.log"
+        self.log = host_log(folder.root, case_index, key)
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env)

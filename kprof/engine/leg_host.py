@@ -27,6 +27,7 @@ from kprof.errors import KprofInputError
 from kprof.launches import recording
 from kprof.revisions.benchmark import BenchmarkChanged, check_unchanged, import_path, in_tree_path, without_tree
 from kprof.run_model import Run
+from kprof.store.layout import outputs_file
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Workload, load_workload
 
@@ -60,8 +61,7 @@ def bundled_package(tree: Path, family: str) -> str:
 
 def outputs_path(folder: RunFolder, case_index: int, leg: str, k: int) -> Path:
     """Where a leg's gate outputs on buffer set k are saved for the cross-revision comparison."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in leg)
-    return folder.root / "outputs" / f"c{case_index:03d}" / f"{safe}-k{k}.pt"
+    return outputs_file(folder.root, case_index, leg, k)
 
 
 def save(tensors: dict[str, Any], path: Path) -> None:

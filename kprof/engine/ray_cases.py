@@ -20,6 +20,7 @@ from typing import Any
 from kprof.errors import KprofInputError
 from kprof.events import Event
 from kprof.store.atomic import write_bytes
+from kprof.store.layout import META
 from kprof.store.run_folder import RunFolder
 from kprof.timer.clocks import GPU_ENV
 
@@ -47,7 +48,7 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
 
     with tempfile.TemporaryDirectory(prefix="kprof-ray-") as tmp:
         root = Path(tmp)
-        (root / "meta.json").write_text(meta_json, encoding="utf-8")
+        (root / META).write_text(meta_json, encoding="utf-8")
         for rel, data in files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)

@@ -23,6 +23,7 @@ from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.engine.rounds import run_rounds
 from kprof.events import CASE_FAILED_STEP
+from kprof.store.layout import progress_file
 from kprof.store.run_folder import RunFolder
 
 
@@ -86,7 +87,7 @@ def main() -> None:
     try:
         run_case(root, case_index, skip, part)
     except CaseFailed as e:
-        progress = root / f".progress-c{case_index:03d}.json"  # a decision, not a death: not retried
+        progress = progress_file(root, case_index)  # a decision, not a death: not retried
         progress.write_text(json.dumps({"step": CASE_FAILED_STEP}))
         print(e, file=sys.stderr)  # the parent records the last line as the case's reason
         sys.exit(3)

@@ -17,6 +17,7 @@ from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.sharding import shard_cases
 from kprof.events import CASE_FAILED_STEP, RESTARTED, CaseFailed, Event, LegCrashed, WorkerDied, decode
 from kprof.parts import case_parts
+from kprof.store.layout import progress_file, worker_log
 from kprof.store.run_folder import RunFolder
 
 MAX_WORKERS = 10  # worker processes per part of a case: each leg it drops costs two
@@ -98,7 +99,7 @@ def _run_part(
             return False
         if code == 0:
             return True
-        progress = folder.root / f".progress-c{index:03d}.json"
+        progress = progress_file(folder.root, index)
         where = json.loads(progress.read_text()) if progress.exists() else {}
         step, leg = str(where.get("step", "start")), str(where.get("leg") or "")
         deaths[step, leg] = deaths.get((step, leg), 0) + 1
@@ -149,7 +150,7 @@ def _worker(
     """One worker process for case ``index``: its events as they come, its exit code and the last
     line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too."""
     cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip), str(part)]
-    log = folder.root / f".worker-c{index:03d}.log"
+    log = worker_log(folder.root, index)
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))
         assert proc.stdout is not None

@@ -37,6 +37,7 @@ from kprof.bisect_model import Bisect, Segment, Step
 from kprof.errors import KprofInputError
 from kprof.revisions.git import Commit
 from kprof.run_model import Role
+from kprof.store.layout import bisect_step
 from kprof.store.run_folder import RunFolder
 
 ALPHA = 0.05
@@ -225,7 +226,7 @@ def run_bisect(
             result.name_culprits(list(range(lo + 1, hi + 1)))
             break
         placed = list(zip(split_probes(points, len(gpus)), gpus))
-        where = root / f"step-{len(result.steps) + 1}"
+        where = bisect_step(root, len(result.steps) + 1)
         shares = _time_shares(time_revisions, shas, placed, where)
         if not result.case:
             result.case = pick_case(shares[0].folder) if pick_case else shares[0].folder.read_run().cases[0].name

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from kprof.errors import KprofInputError
+from kprof.store.layout import FOLDER_LOCK
 
 
 def exclusive_lock(path: Path) -> AbstractContextManager[None]:
@@ -53,7 +54,7 @@ def sole_lock(path: Path, where: str | Path, refusal: str) -> Iterator[None]:
 def held_alone(folder: Path, refusal: str) -> AbstractContextManager[None]:
     """Hold ``folder`` (its ``.lock``) for this process; another process holding it is the one-line
     error ``refusal`` at once."""
-    return sole_lock(folder / ".lock", folder, refusal)
+    return sole_lock(folder / FOLDER_LOCK, folder, refusal)
 
 
 def _opened(path: Path) -> IO[str]:

@@ -1,4 +1,10 @@
-"""A run folder: ``meta.json`` (the typed :class:`~kprof.run_model.Run`) and parquet parts.
+"""A run folder: ``meta.json`` (the typed :class:`~kprof.run_model.Run`), one status file per case,
+and parquet parts (the names: kprof.store.layout).
+
+meta.json holds what was asked for and run-wide measurements; a case's status (how far it got,
+legs refused, worker deaths) is ``status/cNNN.json``, written by whoever runs that case, so a case
+never rewrites the run's description. Folders written before the status files keep the statuses
+inside meta.json; they read the same, and a status written later goes to its file.
 
 Parts are written one per (table, case, round) as the run goes (``samples/c000-r0003.parquet``),
 so an interrupted run keeps every finished round and ``--resume`` continues after the last one.
@@ -11,6 +17,7 @@ parquet reader reads a table folder as one dataset (pyarrow, pandas, DuckDB, pol
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -25,7 +32,7 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError, checked_file
 from kprof.run_model import CaseStatus, Run
 from kprof.store.atomic import write_parquet, write_text
-from kprof.store.layout import META
+from kprof.store.layout import META, META_LOCK, STATUS, status_file
 from kprof.store.locks import exclusive_lock, held_alone
 from kprof.store.run_tables import REQUIRED, TABLES, checked_part, to_arrow
 
@@ -33,6 +40,16 @@ META_LIMIT = 256 << 20  # a meta.json of a 10,000-case run is a few MB; anything
 COMPACT = "compact.parquet"
 PART_NAME = re.compile(r"c\d{3,}-(r\d{4,}|pre(-p\d+)?)")  # kprof.store.run_folder.RunFolder.part_path
 PART_COLUMN = "_part"  # in a compacted table: the part (``c000-r0003``) each row was written as
+
+
+def read_status(path: Path) -> CaseStatus:
+    """One case's status file; one that is damaged is a one-line error naming it."""
+    checked_file(path, "a case status", limit=META_LIMIT)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise KprofInputError(path, f"is not a case status kprof can read ({type(e).__name__}: {e})") from None
+    return CaseStatus.from_record(raw, str(path))
 
 
 def _rounds_of(stems: set[str], case_index: int) -> list[int]:
@@ -70,24 +87,38 @@ class RunFolder:
             raise KprofInputError(self.meta_path, f"cannot be read ({e.strerror or e})") from None
         except UnicodeDecodeError as e:
             raise KprofInputError(self.meta_path, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
-        return Run.from_json(text, str(self.meta_path))
+        return self._with_statuses(Run.from_json(text, str(self.meta_path)))
+
+    def _with_statuses(self, run: Run) -> Run:
+        """The run with each case's status from its file, where it has one."""
+        if not (self.root / STATUS).is_dir():
+            return run
+        for index, case in enumerate(run.case_names):
+            path = status_file(self.root, index)
+            if path.exists() or path.is_symlink():
+                run.case_status[case] = read_status(path)
+        return run
 
     def write_run(self, run: Run) -> None:
-        write_text(run.to_json(), self.meta_path)
+        """meta.json without the statuses, each of which goes to its case's file."""
+        for index, case in enumerate(run.case_names):
+            if case in run.case_status:
+                self._write_status(index, run.case_status[case])
+        write_text(run.updated(case_status={}).to_json(), self.meta_path)
+
+    def _write_status(self, case_index: int, status: CaseStatus) -> None:
+        path = status_file(self.root, case_index)
+        path.parent.mkdir(exist_ok=True)
+        write_text(json.dumps(status.record(), indent=1, default=str) + "\n", path)
 
     def _meta_lock(self) -> AbstractContextManager[None]:
         """meta.json is read, changed and written by several processes when cases run on several
         GPUs at once: each read-modify-write holds this lock so none is lost."""
-        return exclusive_lock(self.root / ".meta.lock")
-
-    def update(self, **fields: Any) -> Run:
-        with self._meta_lock():
-            run = self.read_run().updated(**fields)
-            self.write_run(run)
-        return run
+        return exclusive_lock(self.root / META_LOCK)
 
     def update_case(self, case: str, **fields: Any) -> CaseStatus:
-        """Set fields of one case's status (unknown names go to its ``extra``) and store it."""
+        """Set fields of one case's status (unknown names go to its ``extra``) and store it in the
+        case's file; meta.json is not touched."""
         with self._meta_lock():
             run = self.read_run()
             status = run.status(case)
@@ -96,7 +127,7 @@ class RunFolder:
                     setattr(status, key, value)
                 else:
                     status.extra[key] = value
-            self.write_run(run)
+            self._write_status(run.case_names.index(case), status)
         return status
 
     def update_revision(self, key: str, **fields: Any) -> Run:

@@ -17,11 +17,12 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.schema import KERNEL_EVENTS, RANGES, SCHEMA_VERSION
 from kprof.store.atomic import write_parquet, write_text
+from kprof.store.layout import FOLDER_LOCK, META
 from kprof.store.locks import held_alone
 
 # What a `kprof trace --save` folder holds (besides NAME.parquet result tables): a save replaces
 # exactly these, and a folder holding anything else is not one.
-_SAVED = {"kernel_events", "ranges", "meta.json", ".lock"}
+_SAVED = {"kernel_events", "ranges", META, FOLDER_LOCK}
 
 
 @contextmanager
@@ -31,7 +32,7 @@ def claimed(out: Path) -> Iterator[None]:
     a folder holding other files, and a folder another kprof process is saving into are refused in
     one line: the save wrote over a run's meta.json before, and two saves mixed their traces."""
     prepare_dir(out)
-    meta = out / "meta.json"
+    meta = out / META
     if meta.is_file():
         try:
             command = json.loads(meta.read_text()).get("command")
@@ -106,7 +107,7 @@ def save_frames(out: Path, frames: dict[str, pd.DataFrame], meta: dict[str, Any]
             frame = frame.astype({"rank": "int32"})
         write_parquet(pa.Table.from_pandas(frame, preserve_index=False), path)
         written.append(path)
-    meta_path = out / "meta.json"
+    meta_path = out / META
     write_text(json.dumps(dict(meta, kprof_schema_version=SCHEMA_VERSION), indent=2, default=str) + "\n", meta_path)
     return [*written, meta_path]
 

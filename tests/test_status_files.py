@@ -1,0 +1,75 @@
+"""Each case's status lives in its own file (status/cNNN.json): a case never rewrites meta.json,
+folders from before keep reading their statuses from meta.json, and a damaged status file is one
+line naming it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_runs import write_run
+
+from kprof.errors import KprofInputError
+from kprof.run_model import Leg, Role
+from kprof.store.layout import STATUS, status_file
+
+LEGS = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
+
+
+def _folder(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return write_run(tmp_path / "run", LEGS, lambda leg, case: 0.0, cases=("a", "b"), rounds=6)
+
+
+def test_a_case_status_goes_to_its_own_file_and_meta_json_is_left_alone(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    meta = folder.meta_path.read_bytes()
+    folder.update_case("b", status="failed", reason="its worker died twice", no_op_legs=["fast"])
+    assert folder.meta_path.read_bytes() == meta
+    stored = json.loads(status_file(folder.root, 1).read_text())
+    assert stored["status"] == "failed" and stored["no_op_legs"] == ["fast"]
+    run = folder.read_run()
+    assert run.status("b").reason == "its worker died twice"
+    assert "case_status" not in json.loads(meta) or not json.loads(meta)["case_status"].get("b")
+
+
+def test_reading_a_status_changes_nothing(tmp_path: Path) -> None:
+    run = _folder(tmp_path).read_run()
+    before = dict(run.case_status)
+    assert run.status("never started").status == ""
+    assert run.case_status == before
+
+
+def test_a_folder_from_before_keeps_its_statuses_in_meta_json(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    shutil.rmtree(folder.root / STATUS)  # a folder written before status files existed
+    raw = json.loads(folder.meta_path.read_text())
+    raw["case_status"] = {"a": {"status": "done", "samples": 3}, "b": {"status": "done", "samples": 3}}
+    folder.meta_path.write_text(json.dumps(raw))
+    assert folder.read_run().status("a").samples == 3
+    folder.update_case("a", samples=5)  # a resume of such a folder: the new status goes to a file
+    run = folder.read_run()
+    assert (run.status("a").samples, run.status("b").samples) == (5, 3)
+    assert json.loads(folder.meta_path.read_text())["case_status"]["a"]["samples"] == 3
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{not json", "is not a case status kprof can read"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"status": 3}', "whose status is a int"),
+        ('{"failed": ["fast"]}', "whose failed is a list"),
+        ("[" * 100_000, "is not a case status kprof can read"),
+        ("", "empty"),
+    ],
+    ids=["garbage", "a list", "a number for text", "a list for a mapping", "nested deep", "empty"],
+)
+def test_a_damaged_status_file_is_one_line_naming_it(tmp_path: Path, text: str, problem: str) -> None:
+    folder = _folder(tmp_path)
+    folder.update_case("a", status="done")
+    status_file(folder.root, 0).write_text(text)
+    with pytest.raises(KprofInputError) as e:
+        folder.read_run()
+    assert "c000.json" in str(e.value) and problem in str(e.value) and "\n" not in str(e.value)
