@@ -18,19 +18,29 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
     ``paths`` (``--paths``) and ``left_out`` (the range's commits they left out); whole programs
     add ``step_pattern`` (``--steps``) and ``metric`` (``--metric``). Version 2 folders read as they
     are: every new key has a default that means what those runs did (a benchmark inside each tree).
+  4 (kprof 0.3, session 2026-12-04): each case's status is its own file (``status/cNNN.json``,
+    kprof.store.run_folder), so ``case_status`` in meta.json is empty; meta.json is written and read
+    by msgspec, types checked (a string where a number belongs is an error naming the field). A
+    folder of versions 1–3 is migrated on read (:func:`migrate`): its statuses stay in meta.json;
+    what it lacks gets the value those runs had, said here once: ``timer_mode`` events and
+    ``captures`` once (folders from before those choices), ``workload_name`` its workload; a null
+    where a value is required reads as the field's default. Older kprof refuses a version 4 folder
+    (it would miss the statuses).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
+import msgspec
+
 from kprof.errors import KprofInputError
 
-RUN_FORMAT_VERSION = 3
+RUN_FORMAT_VERSION = 4
 
 
 class Role(str, Enum):
@@ -365,54 +375,13 @@ class Run:
     # -- meta.json ----------------------------------------------------------------------------
 
     def record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "run_format_version": RUN_FORMAT_VERSION,
-            "kind": self.kind,
-            "command": self.command,
-            "workload": self.workload,
-            "workload_name": self.workload_name,
-            "preset": self.preset,
-            "design": self.design,
-            "collector": self.collector,
-            "device": self.device,
-            "dtype": self.dtype,
-            "rounds": self.rounds,
-            "samples": self.samples,
-            "buffer_sets": self.buffer_sets,
-            "buffers": self.buffers,
-            "processes": self.processes,
-            "timer_mode": self.timer_mode,
-            "captures": self.captures,
-            "gpus": self.gpus,
-            "ray": self.ray,
-            "seed": self.seed,
-            "threshold_pct": self.threshold_pct,
-            "features": [asdict(f) for f in self.features],
-            "sweep": list(self.sweep) if self.sweep else None,
-            "cases": [asdict(c) for c in self.cases],
-            "legs": [leg.record() for leg in self.legs],
-            "program": self.program,
-            "repo": self.repo,
-            "commits": self.commits,
-            "revisions": {k: asdict(v) for k, v in self.revisions.items()},
-            "workload_in_tree": self.workload_in_tree,
-            "allow_changed_outputs": self.allow_changed_outputs,
-            "setup_command": self.setup_command,
-            "benchmark": asdict(self.benchmark) if self.benchmark else None,
-            "paths": self.paths,
-            "left_out": self.left_out,
-            "step_pattern": self.step_pattern,
-            "metric": self.metric,
-            "reference_rtol": self.reference_rtol,
-            "timer": self.timer,
-            "timer_info": self.timer_info,
-            "versions": self.versions,
-            "git_revision": self.git_revision,
-            "git_dirty": self.git_dirty,
-            "started": self.started,
-            "case_status": {k: v.record() for k, v in self.case_status.items()},
-        }
-        return {**self.extra, **out}
+        """meta.json's content: every field by msgspec, the legs and statuses in their own forms."""
+        plain = msgspec.to_builtins(replace(self, legs=[], case_status={}, extra={}), enc_hook=_plain)
+        del plain["extra"]
+        plain.update(
+            legs=[leg.record() for leg in self.legs], case_status={k: v.record() for k, v in self.case_status.items()}
+        )
+        return {**self.extra, "run_format_version": RUN_FORMAT_VERSION, **plain}
 
     def to_json(self) -> str:
         return json.dumps(self.record(), indent=2, default=str) + "\n"
@@ -426,62 +395,15 @@ class Run:
         try:
             d = migrate(raw, where)
             legs = [Leg.from_record(x) for x in d["legs"]]
-            cases = [CaseRecord(**c) for c in d["cases"]]
-            features = [FeatureRecord(**f) for f in d.get("features") or []]
-            status = {k: CaseStatus.from_record(v) for k, v in (d.get("case_status") or {}).items()}
-            sweep = tuple(d["sweep"]) if d.get("sweep") else None
-            modelled = {f.name for f in fields(cls)} | {"run_format_version"}
-            run = cls(
-                kind=d["kind"],
-                workload=str(d["workload"]),
-                workload_name=str(d.get("workload_name") or d["workload"]),
-                legs=legs,
-                cases=cases,
-                rounds=int(d["rounds"]),
-                seed=int(d.get("seed", 0)),
-                threshold_pct=float(d.get("threshold_pct", 0.5)),
-                device=str(d.get("device", "cpu")),
-                dtype=str(d.get("dtype") or ""),
-                design=str(d.get("design") or ""),
-                preset=str(d.get("preset") or ""),
-                command=str(d.get("command") or ""),
-                collector=str(d.get("collector") or "events"),
-                features=features,
-                sweep=sweep,  # type: ignore[arg-type]
-                samples=d.get("samples"),
-                buffer_sets=int(d.get("buffer_sets") or 4),
-                buffers=str(d.get("buffers") or "shared"),
-                processes=int(d.get("processes") or 1),  # folders from before the choice: one process per case
-                gpus=[int(g) for g in d.get("gpus") or []],
-                ray=d.get("ray"),
-                timer_mode=str(d.get("timer_mode") or "events"),  # folders from before the choice timed with events
-                captures=str(d.get("captures") or "once"),  # folders from before the choice captured once
-                program=list(d.get("program") or []),
-                repo=d.get("repo"),
-                commits=list(d.get("commits") or []),
-                revisions={k: RevisionTree(**v) for k, v in (d.get("revisions") or {}).items()},
-                workload_in_tree=str(d.get("workload_in_tree") or ""),
-                allow_changed_outputs=bool(d.get("allow_changed_outputs", False)),
-                setup_command=str(d.get("setup_command") or ""),
-                benchmark=BenchmarkRecord(**d["benchmark"]) if d.get("benchmark") else None,
-                paths=[str(p) for p in d.get("paths") or []],
-                left_out=list(d.get("left_out") or []),
-                step_pattern=str(d.get("step_pattern") or ""),
-                metric=str(d.get("metric") or ""),
-                reference_rtol=float(d.get("reference_rtol", 2e-2)),
-                timer=d.get("timer"),
-                timer_info=dict(d.get("timer_info") or {}),
-                versions=dict(d.get("versions") or {}),
-                git_revision=d.get("git_revision"),
-                git_dirty=d.get("git_dirty"),
-                started=str(d.get("started") or ""),
-                case_status=status,
-                extra={k: v for k, v in d.items() if k not in modelled},
-            )
-        except KprofInputError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+            status = {str(k): CaseStatus.from_record(v, where) for k, v in (d.get("case_status") or {}).items()}
+            typed = {k: v for k, v in d.items() if k in _TYPED}
+            run = msgspec.convert({**typed, "legs": []}, type=cls)
+        except msgspec.ValidationError as e:
+            raise KprofInputError(where, f"is not a kprof run description ({e})") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
+        run.legs, run.case_status = legs, status
+        run.extra = {k: v for k, v in d.items() if k not in _MODELLED}
         if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:
             raise KprofInputError(where, "a run needs exactly one leg with the baseline role")
         return run
@@ -500,6 +422,16 @@ class Run:
         return replace(self, **changes)
 
 
+_MODELLED = {f.name for f in fields(Run)} | {"run_format_version"}
+_TYPED = _MODELLED - {"run_format_version", "legs", "case_status", "extra"}  # converted by msgspec
+
+
+def _plain(value: Any) -> Any:
+    """What msgspec cannot write as it is (a numpy scalar a measurement left): its Python value."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
+
+
 def migrate(raw: dict[str, Any], where: str = "meta.json") -> dict[str, Any]:
     """Bring a meta.json dict of any known version to the current one (see the history above)."""
     version = raw.get("run_format_version", 1)
@@ -512,6 +444,25 @@ def migrate(raw: dict[str, Any], where: str = "meta.json") -> dict[str, Any]:
     d = dict(raw)
     if version == 1:
         d = _from_v1(d)
+    if version < 4:
+        d = _before_v4(d)
+    return d
+
+
+# Values of a version 1–3 folder that its kprof filled in when a key was missing (see the history).
+_LEGACY = {"timer_mode": "events", "captures": "once"}
+
+
+def _before_v4(d: dict[str, Any]) -> dict[str, Any]:
+    """Versions 1–3 → 4: what an older folder lacks, as its kprof read it; nulls where a value is
+    required become the field's default."""
+    optional = {"samples", "sweep", "ray", "repo", "benchmark", "timer", "git_revision", "git_dirty"}
+    d = {k: v for k, v in d.items() if v is not None or k in optional}
+    for key, value in _LEGACY.items():
+        d.setdefault(key, value)
+    if not d.get("workload_name"):
+        d["workload_name"] = d.get("workload")
+    d["run_format_version"] = RUN_FORMAT_VERSION
     return d
 
 

@@ -46,13 +46,13 @@ def _meta_deep(meta: Path) -> str:
 def _meta_infinite(meta: Path) -> str:
     record = json.loads(meta.read_text())
     meta.write_text(json.dumps({**record, "rounds": float("inf")}))
-    return "cannot convert float infinity to integer"
+    return "Expected `int`, got `float` - at `$.rounds`"
 
 
 def _meta_nan(meta: Path) -> str:
     record = json.loads(meta.read_text())
     meta.write_text(json.dumps({**record, "rounds": float("nan")}))
-    return "cannot convert float NaN to integer"
+    return "Expected `int`, got `float` - at `$.rounds`"
 
 
 def _meta_directory(meta: Path) -> str:

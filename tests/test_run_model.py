@@ -178,3 +178,38 @@ def test_a_leg_that_failed_in_a_later_process_is_not_reported_from_earlier_round
     assert "fast" in set(effects["leg"]) and not {"odd", "gone"} & set(effects["leg"])
     compared = load_side(folder.root, None).run_rounds  # `kprof compare` reads the same rounds
     assert compared is not None and "fast" in set(compared["leg"]) and not {"odd", "gone"} & set(compared["leg"])
+
+
+def _v3(**changes: object) -> dict:
+    legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
+    raw = Run("workload", "w", "w", legs, [], rounds=6).record()
+    raw.update(run_format_version=3, **changes)
+    return raw
+
+
+def test_an_older_folder_gets_the_values_its_kprof_had_and_a_new_one_the_defaults() -> None:
+    old = _v3()
+    del old["timer_mode"], old["captures"]
+    run = Run.from_record(old)
+    assert (run.timer_mode, run.captures) == ("events", "once")  # folders from before those choices
+    new = Run("workload", "w", "w", Run.from_record(_v3()).legs, [], rounds=6).record()
+    del new["timer_mode"], new["captures"]
+    assert RUN_FORMAT_VERSION == new["run_format_version"] == 4
+    assert (Run.from_record(new).timer_mode, Run.from_record(new).captures) == ("auto", "per-round")
+
+
+def test_nulls_in_an_older_folder_read_as_defaults_and_in_a_new_one_are_errors() -> None:
+    assert Run.from_record(_v3(dtype=None, buffer_sets=None)).buffer_sets == 4
+    new = {**_v3(), "run_format_version": 4, "buffer_sets": None}
+    with pytest.raises(KprofInputError, match="Expected `int`, got `null` - at `\\$.buffer_sets`"):
+        Run.from_record(new)
+
+
+def test_a_value_of_the_wrong_type_is_named_with_its_field() -> None:
+    with pytest.raises(KprofInputError, match="at `\\$.cases\\[0\\].flops_per_call`"):
+        Run.from_record({**_v3(), "cases": [{"name": "a", "flops_per_call": "many"}]})
+
+
+def test_keys_this_version_does_not_model_are_kept() -> None:
+    run = Run.from_record({**_v3(), "from_a_later_kprof": {"x": 1}})
+    assert run.extra == {"from_a_later_kprof": {"x": 1}} and run.record()["from_a_later_kprof"] == {"x": 1}
