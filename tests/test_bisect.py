@@ -19,6 +19,7 @@ from kprof.errors import KprofInputError
 from kprof.revisions.bisect import probes, run_bisect
 from kprof.revisions.git import Commit
 from kprof.run_model import Leg, Role
+from kprof.store.run_folder import RunFolder
 
 N = 16
 
@@ -124,8 +125,8 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
     if gpus:  # two stand-in slots: 8 segments a step, each share's hosts pinned to its slot
         assert len(result["steps"]) == 2 and result["steps"][1]["hi"] - result["steps"][1]["lo"] == 2
         for slot in ("0", "1"):
-            meta = json.loads((out / "step-1" / f"gpu-{slot}" / "meta.json").read_text())
-            assert meta["case_status"]["n"]["gpu"] == slot and meta["gpus"] == [int(slot)]
+            share = RunFolder(out / "step-1" / f"gpu-{slot}").read_run()
+            assert share.status("n").extra["gpu"] == slot and share.gpus == [int(slot)]
     else:
         assert np.all([(out / f"step-{i}" / "meta.json").is_file() for i in (1, 2)])
 

@@ -32,6 +32,7 @@ from kprof.revisions.benchmark import (
 )
 from kprof.revisions.git import Commit, Repo, cut_words
 from kprof.revisions.tree_setup import SETUP_MARK, refusal, run_setup
+from kprof.store.run_folder import RunFolder
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 runner = CliRunner()
@@ -255,7 +256,7 @@ def test_whole_programs_per_step_broken_revisions_once_and_bisect(
     docs = next(leg for case, leg in rows if leg.startswith(shas["docs"]))
     assert rows[("GPU busy per step", docs)]["verdict"] == "SLOWER"
     assert abs(rows[("GPU busy per step", docs)]["effect_pct"] - 100 * (1 / 1.05 - 1)) < 0.5
-    status = json.loads((out / "meta.json").read_text())["case_status"]["GPU busy per process"]
+    status = RunFolder(out).read_run().status("GPU busy per process").record()
     broken = next(leg for leg in status["failed"])
     assert broken.startswith(shas["broken"]) and not status.get("failures")  # its probe alone, no round after
 

@@ -20,6 +20,7 @@ from conftest import ROOT
 from kprof.cli import app
 from kprof.revisions.git import Repo
 from kprof.revisions.trees import TreeSpec, materialise
+from kprof.store.run_folder import RunFolder
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 runner = CliRunner()
@@ -203,7 +204,7 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     assert legs[f"base + {shas['double']}"]["verdict"] in expect["double"]
     assert legs[f"head − {shas['outputs']}"]["verdict"] in expect["double"]  # the only leg without the output change
     assert legs[f"base + {shas['nothing']}"]["verdict"] in expect["nothing"]
-    status = json.loads((out / "meta.json").read_text())["case_status"]["n"]
+    status = RunFolder(out).read_run().status("n").record()
     assert status["failed"][f"base + {shas['outputs']}"].startswith("outputs changed")
     assert status["failed"][f"head {shas['note3']}"].startswith("outputs changed")
     assert status["failed"][f"head − {shas['note2']}"] == (
