@@ -151,6 +151,144 @@ def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
     return np.log(sub.pivot(index="round", columns="leg", values="t_ns"))
 
 
+@dataclass
+class _CaseTerms:
+    """What every leg of one case is judged with: the paired log differences against the baseline,
+    the A/A copies and their noise, the placement, timer-tick and bias terms of the intervals."""
+
+    logs: pd.DataFrame  # log time per round (rows) and leg (columns)
+    d_all: pd.DataFrame  # log(t_leg / t_baseline) per round, rounds every leg has
+    declared: list[str]  # the legs this case has, in the run's order
+    sigma: float
+    threshold: float
+    copies: list[str]
+    n_placements: int
+    sigma_p: dict[str, float]
+    quantum: float | None
+    ticks: dict[str, float]
+    tick_of: dict[str, float]
+    bias: float
+    aa_placement: float
+    aa: S.Effect | None
+
+
+def _case_terms(
+    samples: pd.DataFrame, logs: pd.DataFrame, legs: list[Leg], baseline: str, aa_names: list[str], threshold_pct: float
+) -> _CaseTerms:
+    by_name = {leg.name: leg for leg in legs}
+    aa_leg = aa_names[0] if aa_names else None
+    d_all = logs.sub(logs[baseline], axis=0).dropna(how="any")
+    aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg is not None and aa_leg in d_all else None
+    threshold = S.pct_threshold_to_log(threshold_pct)
+    sets = round_sets(samples)
+    n_placements = int(sets.nunique()) if sets is not None else 0
+    set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
+    declared = [leg.name for leg in legs if leg.name in logs.columns]
+    compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
+    sigma_p = placement_spreads(d_all[compared], set_of_round)
+    quantum = timer_quantum(samples)
+    ticks = tick_bounds(samples, quantum)
+    tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
+    copies = [name for name in aa_names if name in d_all]
+    bias = bias_bound(d_all, copies, sigma_p, n_placements, tick_of)
+    aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
+    if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
+        aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold, tick=tick_of[aa_leg])
+    return _CaseTerms(
+        logs=logs,
+        d_all=d_all,
+        declared=declared,
+        sigma=S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan"),
+        threshold=threshold,
+        copies=copies,
+        n_placements=n_placements,
+        sigma_p=sigma_p,
+        quantum=quantum,
+        ticks=ticks,
+        tick_of=tick_of,
+        bias=bias,
+        aa_placement=aa_placement,
+        aa=aa,
+    )
+
+
+def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samples: pd.DataFrame) -> CaseSummary:
+    """The A/A gate and the resolution of a case: the resolvable effect and the rounds for SAME of
+    the interval a leg like the A/A prints."""
+    n = len(t.d_all)
+    widening = S.Widening.of(t.aa_placement, t.n_placements, t.bias + t.tick_of.get(aa_leg or "", 0.0))
+    measured = t.aa is not None
+    mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
+    return CaseSummary(
+        case=case,
+        rounds=n,
+        sigma_aa=t.sigma,
+        noise_floor_pct=100 * (np.exp(S.noise_floor(t.sigma, n)) - 1) if measured else float("nan"),
+        mde_pct=100 * (np.exp(mde) - 1),
+        threshold_pct=100 * (np.exp(t.threshold) - 1),
+        aa=t.aa,
+        quantum_ns=t.quantum,
+        rounds_for_same=S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None,
+        fewest_rounds=S.fewest_rounds(max(swept, 1)),
+        placement_pct=100 * (np.exp(t.aa_placement) - 1),
+        placements=t.n_placements,
+        bias=t.bias,
+        aa_copies=len(t.copies),
+        timer=", ".join(sorted({str(x).split(" ")[0] for x in samples["timer"].unique()})),
+        ticks=t.ticks,
+    )
+
+
+def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str, int]) -> dict[str, Any]:
+    """One leg's row: its time and bandwidth, and its effect against the baseline with interval and verdict."""
+    t_med = float(np.exp(t.logs[leg.name]).median())
+    row: dict[str, Any] = dict(
+        case=case, leg=leg.name, roles=sorted(r.value for r in leg.roles), rounds=len(t.d_all), time_us=t_med / 1e3
+    )
+    for convention, b in nbytes.items():
+        row[f"gbps_{convention}"] = b / t_med  # bytes per ns = GB/s
+    if leg.name == baseline:
+        row.update(effect_pct=0.0, ci_low_pct=0.0, ci_high_pct=0.0, p=1.0, p_sign=1.0, verdict="REFERENCE")
+    elif leg.has(Role.SPIN):  # a planted delay measured alone: not a comparison
+        row.update(effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED")
+    else:
+        own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
+        sigma_p, tick = t.sigma_p[leg.name], t.tick_of[leg.name]
+        eff = placed_effect(t.d_all[leg.name].to_numpy(), sigma_p, t.n_placements, t.threshold, own_bias, tick)
+        row.update(
+            eff.row(),
+            p_sign=eff.p_sign,
+            estimate=eff.estimate,
+            placement_pct=100 * (np.exp(sigma_p) - 1),
+            bias_bound_pct=100 * (np.exp(own_bias) - 1),
+            tick_bound_pct=100 * (np.exp(tick) - 1),
+        )
+    row["ratio_to_baseline"] = t_med / np.exp(t.logs[baseline]).median()
+    return row
+
+
+def _unpaired_rows(case: str, logs: pd.DataFrame, legs: list[Leg]) -> list[dict[str, Any]]:
+    """A case the baseline has no rounds of (a kernel that only some legs launch): times, no comparison."""
+    rows = []
+    for leg in (leg for leg in legs if leg.name in logs.columns):
+        t_med = float(np.exp(logs[leg.name]).median())
+        rows.append(
+            dict(
+                case=case,
+                leg=leg.name,
+                roles=sorted(r.value for r in leg.roles),
+                rounds=int(logs[leg.name].notna().sum()),
+                time_us=t_med / 1e3,
+                effect_pct=np.nan,
+                ci_low_pct=np.nan,
+                ci_high_pct=np.nan,
+                p=np.nan,
+                verdict=NO_BASELINE,
+            )
+        )
+    return rows
+
+
 def leg_effects(
     samples: pd.DataFrame,
     legs: list[Leg],
@@ -163,91 +301,19 @@ def leg_effects(
     by_name = {leg.name: leg for leg in legs}
     baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
     aa_names = [leg.name for leg in legs if leg.has(Role.AA)]
-    aa_leg = aa_names[0] if aa_names else None
     swept = sum(leg.has(Role.SWEEP) for leg in legs)
     rows: list[dict[str, Any]] = []
     summaries: dict[str, CaseSummary] = {}
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case)
-        if baseline not in logs:  # e.g. a kernel that only some legs launch: its time, no comparison
-            for leg in (leg.name for leg in legs if leg.name in logs.columns):
-                t_med = float(np.exp(logs[leg]).median())
-                roles = sorted(r.value for r in by_name[leg].roles)
-                rows.append(
-                    dict(case=case, leg=leg, roles=roles, rounds=int(logs[leg].notna().sum()), time_us=t_med / 1e3)
-                )
-                rows[-1].update(effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=np.nan, verdict=NO_BASELINE)
+        if baseline not in logs:
+            rows += _unpaired_rows(case, logs, legs)
             continue
-        d_all = logs.sub(logs[baseline], axis=0).dropna(how="any")
-        n = len(d_all)
-        aa = S.estimate(d_all[aa_leg].to_numpy()) if aa_leg is not None and aa_leg in d_all else None
-        sigma = S.noise_sigma(d_all[aa_leg].to_numpy()) if aa is not None else float("nan")
-        threshold = S.pct_threshold_to_log(threshold_pct)
-        copies = [name for name in aa_names if name in d_all]
         case_samples = samples[samples["case"] == case]
-        sets = round_sets(case_samples)
-        n_placements = int(sets.nunique()) if sets is not None else 0
-        set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
-        declared = [leg.name for leg in legs if leg.name in logs.columns]
-        compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
-        sigma_p = placement_spreads(d_all[compared], set_of_round)
-        quantum = timer_quantum(case_samples)
-        ticks = tick_bounds(case_samples, quantum)
-        tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
-        bias = bias_bound(d_all, copies, sigma_p, n_placements, tick_of)
-        aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
-        if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
-            aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold, tick=tick_of[aa_leg])
-        # the resolvable effect and the rounds for SAME, of the interval a leg like the A/A prints
-        widening = S.Widening.of(aa_placement, n_placements, bias + tick_of.get(aa_leg or "", 0.0))
-        mde = S.minimum_detectable_effect(sigma, n, threshold, widening=widening) if aa is not None else float("inf")
-        summaries[case] = CaseSummary(
-            case=case,
-            rounds=n,
-            sigma_aa=sigma,
-            noise_floor_pct=100 * (np.exp(S.noise_floor(sigma, n)) - 1) if aa is not None else float("nan"),
-            mde_pct=100 * (np.exp(mde) - 1),
-            threshold_pct=100 * (np.exp(threshold) - 1),
-            aa=aa,
-            quantum_ns=quantum,
-            rounds_for_same=S.rounds_for_same(sigma, threshold, widening=widening) if aa is not None else None,
-            fewest_rounds=S.fewest_rounds(max(swept, 1)),
-            placement_pct=100 * (np.exp(aa_placement) - 1),
-            placements=n_placements,
-            bias=bias,
-            aa_copies=len(copies),
-            timer=", ".join(sorted({str(t).split(" ")[0] for t in case_samples["timer"].unique()})),
-            ticks=ticks,
-        )
-        t_base = np.exp(logs[baseline]).median()
-        for leg in declared:
-            roles = by_name[leg].roles
-            t_med = float(np.exp(logs[leg]).median())
-            row = dict(case=case, leg=leg, roles=sorted(r.value for r in roles), rounds=n, time_us=t_med / 1e3)
-            nbytes = (bytes_per_call or {}).get(case, {})
-            for convention, b in nbytes.items():
-                row[f"gbps_{convention}"] = b / t_med  # bytes per ns = GB/s
-            if leg == baseline:
-                row.update(effect_pct=0.0, ci_low_pct=0.0, ci_high_pct=0.0, p=1.0, p_sign=1.0, verdict="REFERENCE")
-            elif Role.SPIN in roles:  # a planted delay measured alone: not a comparison
-                row.update(
-                    effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED"
-                )
-            else:
-                own_bias = 0.0 if Role.AA in roles else bias  # A/A copies are the evidence: shown as measured
-                eff = placed_effect(
-                    d_all[leg].to_numpy(), sigma_p[leg], n_placements, threshold, own_bias, tick_of[leg]
-                )
-                row.update(
-                    eff.row(),
-                    p_sign=eff.p_sign,
-                    estimate=eff.estimate,
-                    placement_pct=100 * (np.exp(sigma_p[leg]) - 1),
-                    bias_bound_pct=100 * (np.exp(own_bias) - 1),
-                    tick_bound_pct=100 * (np.exp(tick_of[leg]) - 1),
-                )
-            row["ratio_to_baseline"] = t_med / t_base
-            rows.append(row)
+        terms = _case_terms(case_samples, logs, legs, baseline, aa_names, threshold_pct)
+        summaries[case] = _case_summary(case, terms, aa_names[0] if aa_names else None, swept, case_samples)
+        nbytes = (bytes_per_call or {}).get(case, {})
+        rows += [_leg_row(case, by_name[leg], baseline, terms, nbytes) for leg in terms.declared]
     table = pd.DataFrame(rows)
     if len(table):
         sweep_legs = {leg.name for leg in legs if leg.has(Role.SWEEP)}

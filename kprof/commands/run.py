@@ -16,6 +16,7 @@ from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, p
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError, RunIncomplete
 from kprof.events import Event
+from kprof.run_model import Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -73,34 +74,18 @@ def bisect_revisions(
     step is a revision run of its own under ``out/step-N``."""
     from kprof.revisions.bisect import interval_alpha, run_bisect
     from kprof.revisions.plan import commit_records, find_repo
-    from kprof.store.layout import BISECT_FILE, is_run_folder
 
     if not req.revisions:
         raise KprofInputError("--design bisect", "needs --revisions A..B")
     program = isinstance(req, ProgramRequest)
     repo = find_repo(req.repo, None if program else req.workload)
     span = repo.range(req.revisions, req.paths)
-    ends = [span.base.sha, span.commits[-1].sha]
-    one = dict(revisions=None, revs=ends, design="endpoints", paths=[])
-    gpus: list[int | None] = [None]
-    case: str | None = None
-    if isinstance(req, RunRequest):
-        first = plan_run(replace(req, **one), on_event)
-        if len(first.cases) != 1:
-            raise KprofInputError(
-                "--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)"
-            )
-        gpus, case = list(first.gpus) or [None], first.cases[0].name
-    else:
-        first = plan_program_run(replace(req, **one), on_event)  # every argument checked before a step runs
+    first, gpus, case = _bisect_ends(req, [span.base.sha, span.commits[-1].sha], on_event)
     alpha = interval_alpha(len(span.commits), len(gpus))
     if walsh_index(req.rounds, alpha) == 0:
         need = next(n for n in range(req.rounds, 64) if walsh_index(n, alpha) > 0)
         raise KprofInputError("--rounds", f"bisect over {len(span.commits)} commits needs at least {need} rounds")
-    root = out or default_folder(req.workload if isinstance(req, RunRequest) else "bisect")
-    if (root / BISECT_FILE).exists() or is_run_folder(root):
-        raise KprofInputError(root, "already holds a run (use another --out)")
-    root.mkdir(parents=True, exist_ok=True)
+    root = _new_bisect_folder(out or default_folder(req.workload if isinstance(req, RunRequest) else "bisect"))
 
     def time_revisions(shas: list[str], folder: Path, gpu: int | None) -> RunFolder:
         step_req = replace(req, revisions=None, revs=shas, design="endpoints", paths=[])
@@ -116,8 +101,7 @@ def bisect_revisions(
         execute(step, on_event)
         return step
 
-    pick = headline_case if program else None
-    found = run_bisect(
+    return run_bisect(
         span.base,
         span.commits,
         case,
@@ -125,8 +109,30 @@ def bisect_revisions(
         time_revisions,
         root,
         gpus=gpus,
-        pick_case=pick,
+        pick_case=headline_case if program else None,
         paths=list(req.paths),
         left_out=commit_records(span.left_out),
     )
-    return found
+
+
+def _bisect_ends(
+    req: RunRequest | ProgramRequest, ends: list[str], on_event: Callable[[Event], None]
+) -> tuple[Run, list[int | None], str | None]:
+    """The run of the range's two ends, planned (every argument checked before a step runs); the
+    GPUs the search shares its probes over, and the one case a workload's bisect follows."""
+    one = dict(revisions=None, revs=ends, design="endpoints", paths=[])
+    if isinstance(req, ProgramRequest):
+        return plan_program_run(replace(req, **one), on_event), [None], None
+    first = plan_run(replace(req, **one), on_event)
+    if len(first.cases) != 1:
+        raise KprofInputError("--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)")
+    return first, list(first.gpus) or [None], first.cases[0].name
+
+
+def _new_bisect_folder(root: Path) -> Path:
+    from kprof.store.layout import BISECT_FILE, is_run_folder
+
+    if (root / BISECT_FILE).exists() or is_run_folder(root):
+        raise KprofInputError(root, "already holds a run (use another --out)")
+    root.mkdir(parents=True, exist_ok=True)
+    return root

@@ -138,45 +138,14 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         refuse_revision_options(req.setup, req.paths, req.in_tree)
         workload = load_workload(req.workload)
     preset = req.preset or ("smoke" if device == "cpu" else "pr")
-    every = workload.cases(preset)
-    # --case names a case exactly, else picks those whose names contain it ("b1" is b1, not b128 too)
-    cases = [c for c in every if c.name == req.case_filter] or [
-        c for c in every if not req.case_filter or req.case_filter in c.name
-    ]
-    if not cases:
-        raise KprofInputError("--case", f"no case of preset {preset!r} matches {req.case_filter!r}")
+    cases = _chosen_cases(workload, preset, req.case_filter)
     if req.ray is not None:
         ray_module()  # a missing Ray is said now, before anything is set up
     processes = _processes(req, device)
-    sweep = parse_sweep(req.sweep, workload)
-    if req.sweep_baseline and sweep is None:
-        raise KprofInputError("--sweep-baseline", "needs --sweep PARAM=v1,v2,…")
-    if sweep is not None:
-        for case in cases:
-            bad = [v for v in sweep[1] if not workload.sweep(sweep[0]).valid(case, v)]
-            if bad:
-                raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
-    if req.by_revision:
-        design = req.design
-    else:
-        for name in req.target or ():
-            workload.feature(name, option="--target")
-        features = [FeatureRecord(f.name, f.exactness, f.ulps, f.rtol, f.doc) for f in workload.features]
-        if req.plants:
-            target = req.target if req.target is not None else workload.feature_names
-            legs = calibration_legs(target, req.plants, max(req.aa_copies, 1))
-            design = "calibration"
-        else:
-            legs = design_legs(
-                workload.feature_names,
-                req.design,
-                req.target,
-                sweep,
-                req.aa_copies,
-                torch_leg=req.torch_leg and workload.has_torch_implementation,
-                sweep_baseline=req.sweep_baseline,
-            )
-            design = req.design
+    sweep = _checked_sweep(req, workload, cases)
+    design = req.design
+    if not req.by_revision:
+        legs, features, design = _feature_legs(req, workload, sweep)
     return Run(
         kind="workload",
         command="kprof " + " ".join(req.argv),
@@ -208,6 +177,53 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         **git_state(),
         **revision_fields,
     )
+
+
+def _chosen_cases(workload: Workload, preset: str, case_filter: str | None) -> list[Case]:
+    """--case names a case exactly, else picks those whose names contain it ("b1" is b1, not b128 too)."""
+    every = workload.cases(preset)
+    cases = [c for c in every if c.name == case_filter] or [
+        c for c in every if not case_filter or case_filter in c.name
+    ]
+    if not cases:
+        raise KprofInputError("--case", f"no case of preset {preset!r} matches {case_filter!r}")
+    return cases
+
+
+def _checked_sweep(req: RunRequest, workload: Workload, cases: list[Case]) -> tuple[str, list[Any]] | None:
+    """--sweep PARAM=v1,v2,… with every value valid for every case."""
+    sweep = parse_sweep(req.sweep, workload)
+    if req.sweep_baseline and sweep is None:
+        raise KprofInputError("--sweep-baseline", "needs --sweep PARAM=v1,v2,…")
+    if sweep is not None:
+        for case in cases:
+            bad = [v for v in sweep[1] if not workload.sweep(sweep[0]).valid(case, v)]
+            if bad:
+                raise KprofInputError("--sweep", f"values {bad} are not valid for case {case.name}")
+    return sweep
+
+
+def _feature_legs(
+    req: RunRequest, workload: Workload, sweep: tuple[str, list[Any]] | None
+) -> tuple[list[Leg], list[FeatureRecord], str]:
+    """The legs of a run whose levers are the workload's features (or planted delays), the features
+    as recorded, and the design's name."""
+    for name in req.target or ():
+        workload.feature(name, option="--target")
+    features = [FeatureRecord(f.name, f.exactness, f.ulps, f.rtol, f.doc) for f in workload.features]
+    if req.plants:
+        target = req.target if req.target is not None else workload.feature_names
+        return calibration_legs(target, req.plants, max(req.aa_copies, 1)), features, "calibration"
+    legs = design_legs(
+        workload.feature_names,
+        req.design,
+        req.target,
+        sweep,
+        req.aa_copies,
+        torch_leg=req.torch_leg and workload.has_torch_implementation,
+        sweep_baseline=req.sweep_baseline,
+    )
+    return legs, features, req.design
 
 
 def _processes(req: RunRequest, device: str) -> int:

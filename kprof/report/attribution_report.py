@@ -166,6 +166,54 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+def _per_round_plot(plt: Any, table: pd.DataFrame, case: str, series: dict[str, Any], keys: list[str]) -> str:
+    """Each lever's per-round effects as points, its estimate and interval as a bar."""
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(keys) + 1.2))
+    for i, key in enumerate(keys):
+        pct = 100 * (np.exp(-series[key].to_numpy()) - 1)
+        ax.scatter(pct, np.full(len(pct), i) + np.random.default_rng(i).uniform(-0.15, 0.15, len(pct)), s=10, alpha=0.6)
+        design, lever = key.split("|")
+        row = table[
+            (table["case"] == case) & (table["design"] == design) & (table["lever"] == (lever or "(all levers)"))
+        ]
+        if len(row):
+            r = row.iloc[0]
+            ax.plot([r["ci_low_pct"], r["ci_high_pct"]], [i, i], color="black", lw=2)
+            ax.plot([r["effect_pct"]], [i], "k|", ms=14)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(range(len(keys)), [k.replace("|", ": ") for k in keys])
+    ax.set_xlabel("effect % per round (positive = faster); bar = 95% interval")
+    ax.set_title(case)
+    img = f'<img alt="per-round effects, {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">'
+    plt.close(fig)
+    return img
+
+
+def _sweep_plot(plt: Any, case: str, rows: pd.DataFrame) -> str:
+    """The target's time at each swept value and, for a mechanism sweep, its effect with intervals."""
+    paired = "lever_effect_pct" in rows and rows["lever_effect_pct"].notna().any()
+    fig, axes = plt.subplots(1, 2 if paired else 1, figsize=(11 if paired else 6, 3.5), squeeze=False)
+    axes[0][0].plot(rows["value"], rows["time_us"], "o-")
+    axes[0][0].set_ylabel("µs (median of rounds)")
+    axes[0][0].set_title(f"{case}: target at each value")
+    if paired:
+        lever = rows[rows["lever_effect_pct"].notna()]
+        err = [
+            lever["lever_effect_pct"] - lever["lever_ci_low_pct"],
+            lever["lever_ci_high_pct"] - lever["lever_effect_pct"],
+        ]
+        axes[0][1].errorbar(lever["value"], lever["lever_effect_pct"], yerr=err, fmt="o-", capsize=3)
+        axes[0][1].axhline(0, color="grey", lw=0.8)
+        axes[0][1].set_ylabel("target vs baseline, % (positive = faster)")
+        axes[0][1].set_title(f"{case}: effect at each value, 95% intervals")
+    for ax in axes[0]:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(rows["param"].iloc[0])
+    img = f'<img alt="sweep {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">'
+    plt.close(fig)
+    return img
+
+
 def render_html(result: Attribution) -> str:
     """One self-contained page: the tables, per-round points with intervals per lever, the sweep curve."""
     table, sweep, per_round = result.levers, result.sweep, result.per_round
@@ -186,52 +234,13 @@ def render_html(result: Attribution) -> str:
         parts.append(html_table(t))
     for case, series in per_round.items():
         keys = [k for k in series if k.split("|")[0] in ("shapley", "add_one", "leave_one_out")]
-        if not keys:
-            continue
-        fig, ax = plt.subplots(figsize=(8, 0.45 * len(keys) + 1.2))
-        for i, key in enumerate(keys):
-            pct = 100 * (np.exp(-series[key].to_numpy()) - 1)
-            ax.scatter(
-                pct, np.full(len(pct), i) + np.random.default_rng(i).uniform(-0.15, 0.15, len(pct)), s=10, alpha=0.6
-            )
-            design, lever = key.split("|")
-            row = table[
-                (table["case"] == case) & (table["design"] == design) & (table["lever"] == (lever or "(all levers)"))
-            ]
-            if len(row):
-                r = row.iloc[0]
-                ax.plot([r["ci_low_pct"], r["ci_high_pct"]], [i, i], color="black", lw=2)
-                ax.plot([r["effect_pct"]], [i], "k|", ms=14)
-        ax.axvline(0, color="grey", lw=0.8)
-        ax.set_yticks(range(len(keys)), [k.replace("|", ": ") for k in keys])
-        ax.set_xlabel("effect % per round (positive = faster); bar = 95% interval")
-        ax.set_title(case)
-        parts.append(f'<img alt="per-round effects, {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">')
-        plt.close(fig)
+        if keys:
+            parts.append(_per_round_plot(plt, table, case, series, keys))
     if len(sweep):
         for (case, rows), t in zip(sweep.groupby("case", sort=False), sweep_tables(sweep)):
             parts.append(f"<h2>{html.escape(t.title)}</h2>")
             parts.append(html_table(t))
-            paired = "lever_effect_pct" in rows and rows["lever_effect_pct"].notna().any()
-            fig, axes = plt.subplots(1, 2 if paired else 1, figsize=(11 if paired else 6, 3.5), squeeze=False)
-            axes[0][0].plot(rows["value"], rows["time_us"], "o-")
-            axes[0][0].set_ylabel("µs (median of rounds)")
-            axes[0][0].set_title(f"{case}: target at each value")
-            if paired:
-                lever = rows[rows["lever_effect_pct"].notna()]
-                err = [
-                    lever["lever_effect_pct"] - lever["lever_ci_low_pct"],
-                    lever["lever_ci_high_pct"] - lever["lever_effect_pct"],
-                ]
-                axes[0][1].errorbar(lever["value"], lever["lever_effect_pct"], yerr=err, fmt="o-", capsize=3)
-                axes[0][1].axhline(0, color="grey", lw=0.8)
-                axes[0][1].set_ylabel("target vs baseline, % (positive = faster)")
-                axes[0][1].set_title(f"{case}: effect at each value, 95% intervals")
-            for ax in axes[0]:
-                ax.set_xscale("log", base=2)
-                ax.set_xlabel(rows["param"].iloc[0])
-            parts.append(f'<img alt="sweep {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">')
-            plt.close(fig)
+            parts.append(_sweep_plot(plt, case, rows))
     parts += [f"<p>{html.escape(aa_line(s))}</p>" for s in summaries.values()]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>kprof attribution</title>"

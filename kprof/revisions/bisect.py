@@ -241,24 +241,35 @@ def run_bisect(
         result.steps.append(step)
         on_step(step)
         result.save(root)
-        if not step.total.resolved:
-            result.verdict = "NO CHANGE" if len(result.steps) == 1 and _same(step, threshold_pct) else "UNRESOLVED"
-            result.rounds_needed = _rounds_needed(shares[0].folder, threshold_pct, result.case, alpha)
+        span = _next_span(result, step, shares[0].folder, threshold_pct, alpha)
+        if span is None:
             break
-        hits = [s for s in step.segments if s.resolved]
-        if len(hits) != 1:
-            result.verdict = "SPREAD" if hits else "UNRESOLVED"
-            result.name_culprits([c for s in hits for c in range(s.lo + 1, s.hi + 1)])
-            if not hits:
-                result.rounds_needed = _rounds_needed(shares[0].folder, threshold_pct, result.case, alpha)
-            break
-        lo, hi = hits[0].lo, hits[0].hi
-        if hi - lo == 1:
-            result.verdict = "FOUND"
-            result.name_culprits([hi])
-            break
+        lo, hi = span
     result.save(root)
     return result
+
+
+def _next_span(
+    result: Bisect, step: Step, folder: RunFolder, threshold_pct: float, alpha: float
+) -> tuple[int, int] | None:
+    """Where the search goes after a step: the one segment that resolved, or None with the verdict
+    set (no change, a change spread over segments, one commit found, or too few rounds to tell)."""
+    if not step.total.resolved:
+        result.verdict = "NO CHANGE" if len(result.steps) == 1 and _same(step, threshold_pct) else "UNRESOLVED"
+        result.rounds_needed = _rounds_needed(folder, threshold_pct, result.case, alpha)
+        return None
+    hits = [s for s in step.segments if s.resolved]
+    if len(hits) != 1:
+        result.verdict = "SPREAD" if hits else "UNRESOLVED"
+        result.name_culprits([c for s in hits for c in range(s.lo + 1, s.hi + 1)])
+        if not hits:
+            result.rounds_needed = _rounds_needed(folder, threshold_pct, result.case, alpha)
+        return None
+    if hits[0].hi - hits[0].lo == 1:
+        result.verdict = "FOUND"
+        result.name_culprits([hits[0].hi])
+        return None
+    return hits[0].lo, hits[0].hi
 
 
 def _refuse_ends(skipped: dict[int, str], lo: int, hi: int, shas: list[str]) -> None:
