@@ -8,7 +8,6 @@ each revision's outputs against the first revision's, under the workload's float
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+import msgspec
 import pandas as pd
 
 from kprof.correctness import Rule, compare
@@ -25,6 +25,20 @@ from kprof.engine.capture import samples_per_round
 from kprof.engine.context import Item
 from kprof.engine.gate import check_row
 from kprof.engine.gpus import gpu_timer_info, pinned_env, record_device
+from kprof.engine.host_messages import (
+    REPLIES,
+    Capture,
+    Command,
+    Describe,
+    Exit,
+    Gate,
+    Race,
+    ReadConditions,
+    Ready,
+    Time,
+    decode_reply,
+    encode,
+)
 from kprof.engine.leg_host import outputs_path
 from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.rounds import RoundPlan, timed_rounds
@@ -65,34 +79,38 @@ class Host:
         self.key = key
 
     def ready(self) -> None:
-        """Wait for {"ready": true}: the revision's workload is imported and the case found."""
-        reply = self._read()
-        if not reply.get("ready"):
+        """Wait for the host's Ready: the revision's workload is imported and the case found."""
+        reply = self._read(Ready)
+        if not reply.ready:
             self.proc.wait()
-            raise HostDied(reply.get("reason", "the leg host refused"), bool(reply.get("revision_wide")))
+            raise HostDied(reply.reason or "the leg host refused", reply.revision_wide)
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, kind: type[Any]) -> Any:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             self.proc.wait()
             raise HostDied(last_line(self.log, "the leg host exited"))
-        return json.loads(line)
+        try:
+            return decode_reply(line, kind)
+        except msgspec.DecodeError as e:
+            raise HostDied(f"the leg host answered what is not a {kind.__name__} ({e})") from None
 
-    def ask(self, op: str, **args: Any) -> dict[str, Any]:
+    def ask(self, command: Command) -> Any:
+        """The host's answer to ``command``, of the type host_messages.REPLIES names."""
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
+            self.proc.stdin.write(encode(command))
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise HostDied("the leg host exited") from None
-        return self._read()
+        return self._read(REPLIES[type(command)])
 
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 assert self.proc.stdin is not None
-                self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
+                self.proc.stdin.write(encode(Exit()))
                 self.proc.stdin.flush()
             try:
                 self.proc.wait(timeout=30)
@@ -182,7 +200,7 @@ class HostedCase:
         timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
         estimates: dict[str, float] = {}
         for key, host in self.hosts.items():
-            estimates.update(host.ask("capture", keep=[leg.name for leg in timed if leg.revision == key])["t_ns"])
+            estimates.update(host.ask(Capture(keep=[leg.name for leg in timed if leg.revision == key])).t_ns)
         typical_ns = median(estimates.values()) if estimates else 1.0
         samples = samples_per_round(typical_ns, self.run.device, self.run.samples)
         base_ns = estimates.get(self.run.baseline.name, typical_ns)
@@ -203,8 +221,8 @@ class HostedCase:
         host (kprof.engine.gpus.record_device); returns the timer's label."""
 
         def describe(measure: bool) -> tuple[str, dict[str, Any]]:
-            reply = self.hosts[self.base_key].ask("describe", measure=measure)
-            return reply["label"], reply["info"]
+            reply = self.hosts[self.base_key].ask(Describe(measure=measure))
+            return reply.label, reply.info
 
         self.run, label = record_device(self.folder, self.case, self.gpu_key, describe)
         return label
@@ -214,11 +232,11 @@ class HostedCase:
         timed although their outputs changed (--allow-changed-outputs)."""
         launches = []
         for key, host in self.hosts.items():
-            reply = host.ask("gate", reference=key == self.base_key)
-            self.sets = reply["sets"]
-            for leg, reason in reply["failed"].items():
+            reply = host.ask(Gate(reference=key == self.base_key))
+            self.sets = reply.sets
+            for leg, reason in reply.failed.items():
                 self.fail(leg, reason)
-            launches += launch_rows(self.case, reply["launches"])
+            launches += launch_rows(self.case, reply.launches)
         base_name = self.run.baseline.name
         if base_name in self.failed:  # nothing to compare with: the case cannot be timed
             raise HostDied(f"the baseline {base_name} failed its gate: {self.failed[base_name]}")
@@ -291,22 +309,21 @@ class HostedLegs:
         times = {}
         for i, k in items:
             leg = self.timed[i]
-            reply = self.hosts[leg.revision or ""].ask(
-                "time", items=[[leg.name, k]], samples=samples, kernel_time=self.kernel_time, recapture=self.recapture
-            )
-            times[(i, k)], self.label = reply["times"][0], reply["label"]
+            ask = Time(items=[(leg.name, k)], samples=samples, kernel_time=self.kernel_time, recapture=self.recapture)
+            reply = self.hosts[leg.revision or ""].ask(ask)
+            times[(i, k)], self.label = reply.times[0], reply.label
         return times
 
     def conditions(self) -> dict[str, Any]:
-        return self.hosts[self.base_key].ask("conditions")["conditions"]
+        return self.hosts[self.base_key].ask(ReadConditions()).conditions
 
     def race(self, items: list[Item], r: int) -> list[dict[str, Any]]:
         k = items[0][1]
         rows = []
         for key, host in self.hosts.items():
-            mine = [[leg.name, k] for leg in self.timed if leg.revision == key]
+            mine = [(leg.name, k) for leg in self.timed if leg.revision == key]
             if mine:
-                rows += host.ask("race", items=mine, r=r)["rows"]
+                rows += host.ask(Race(items=mine, round=r)).rows
         return rows
 
     def leg_name(self, item: Item) -> str:

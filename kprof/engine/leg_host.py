@@ -3,25 +3,46 @@
     python -m kprof.engine.leg_host RUN_DIR CASE_INDEX REVISION_KEY
 
 The tree goes first on the import path, so the workload's modules are that revision's, while kprof
-itself stays the running one; each tree has its own Triton cache. The parent sends one JSON command
-per line on stdin and reads one JSON reply per line on stdout: ``gate`` (run every leg on every
-buffer set, outputs poisoned first, and save the outputs for the parent to compare across
-revisions), ``describe``, ``capture``, ``time``, ``race``, ``conditions``, ``exit``.
+itself stays the running one; each tree has its own Triton cache. The parent sends one command per
+line on stdin and reads one reply per line on stdout, typed (kprof.engine.host_messages): Gate (run
+every leg on every buffer set, outputs poisoned first, and save the outputs for the parent to
+compare across revisions), Describe, Capture, Time, Race, ReadConditions, Exit.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from kprof.correctness import Rule, compare, poison
 from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
 from kprof.engine.gate import check_row, sync
+from kprof.engine.host_messages import (
+    Capture,
+    Checked,
+    Command,
+    Conditions,
+    Describe,
+    Described,
+    Estimated,
+    Exit,
+    Gate,
+    Gated,
+    Race,
+    ReadConditions,
+    Ready,
+    Time,
+    Timed,
+    decode_command,
+    encode,
+)
 from kprof.engine.lifeline import die_with_parent
 from kprof.errors import KprofInputError
 from kprof.launches import recording
@@ -103,13 +124,13 @@ class LegHost:
         self.fns: dict[tuple[int, int], Any] = {}
         self.own_outputs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def gate(self, reference: bool) -> dict[str, Any]:
+    def gate(self, cmd: Gate) -> Gated:
         ctx, w = self.ctx, self.ctx.workload
         ctx.setup()
         failed: dict[str, str] = {}
         launches: dict[str, list[dict[str, Any]]] = {}
         for k, state in ctx.states.items():
-            if reference and k == 0:
+            if cmd.reference and k == 0:
                 save(w.reference(state), outputs_path(ctx.folder, ctx.case_index, "reference", 0))
             for li, leg in enumerate(ctx.legs):
                 if leg.name in failed:
@@ -130,61 +151,71 @@ class LegHost:
                 self.own_outputs[(li, k)] = outs
                 save(outs, outputs_path(ctx.folder, ctx.case_index, leg.name, k))
                 self.fns[(li, k)] = fn
-        return {"failed": failed, "launches": launches, "sets": len(ctx.states)}
+        return Gated(failed=failed, launches=launches, sets=len(ctx.states))
 
-    def describe(self, measure: bool) -> dict[str, Any]:
+    def describe(self, cmd: Describe) -> Described:
         timer = self.ctx.timer
         assert timer is not None
         info = timer.describe()
-        if measure:
+        if cmd.measure:
             info.update(timer.measure_device())
-        return {"label": timer.label, "info": info}
+        return Described(label=timer.label, info=info)
 
-    def capture(self, keep: list[str]) -> dict[str, Any]:
+    def capture(self, cmd: Capture) -> Estimated:
         timer = self.ctx.timer
         assert timer is not None
-        kept = {self.index[name] for name in keep}
+        kept = {self.index[name] for name in cmd.keep}
         self.fns = {item: fn for item, fn in self.fns.items() if item[0] in kept}
         for item, fn in self.fns.items():
             timer.prepare(item, fn)
         est = warm_up(timer, [item for item in self.fns if item[1] == 0], self.ctx.device)
-        return {"t_ns": {self.ctx.legs[li].name: v[0] for (li, _), v in est.items()}}
+        return Estimated(t_ns={self.ctx.legs[li].name: v[0] for (li, _), v in est.items()})
 
-    def time(
-        self, items: list[list[Any]], samples: int, kernel_time: bool = False, recapture: bool = False
-    ) -> dict[str, Any]:
+    def time(self, cmd: Time) -> Timed:
         timer = self.ctx.timer
         assert timer is not None
-        timer.kernel_time = kernel_time
-        keys = [(self.index[name], int(k)) for name, k in items]
-        if recapture:
+        timer.kernel_time = cmd.kernel_time
+        keys = [(self.index[name], int(k)) for name, k in cmd.items]
+        if cmd.recapture:
             timer.recapture(keys)
         # The host was idle while the others ran: one untimed replay first settles its caches (and,
         # on a GPU, the switch back to this process's context).
         timer.replay(keys[0])
-        times = timer.time_round(keys, samples)
-        return {"times": [times[key] for key in keys], "label": timer.label}
+        times = timer.time_round(keys, cmd.samples)
+        return Timed(times=[times[key] for key in keys], label=timer.label)
 
-    def race(self, items: list[list[Any]], r: int) -> dict[str, Any]:
+    def race(self, cmd: Race) -> Checked:
         """Each leg replayed on that round's buffers, poisoned first, against its own gate outputs:
         the same code on the same inputs must give the same bytes."""
         ctx, w, timer = self.ctx, self.ctx.workload, self.ctx.timer
         assert timer is not None
         rows = []
-        for name, k in items:
-            li, k = self.index[name], int(k)
+        for name, k in cmd.items:
+            li = self.index[name]
             poison(w.outputs(ctx.states[k]))
             w.reset(ctx.states[k])
             timer.replay((li, k))
             sync(ctx.device)
             res = compare(w.outputs(ctx.states[k]), self.own_outputs[(li, k)], None, Rule("bitwise"), float("inf"))
-            rows.append(check_row(ctx.case.name, ctx.legs[li].name, r, k, res))
-        return {"rows": rows}
+            rows.append(check_row(ctx.case.name, ctx.legs[li].name, cmd.round, k, res))
+        return Checked(rows=rows)
 
-    def conditions(self) -> dict[str, Any]:
+    def conditions(self, cmd: ReadConditions) -> Conditions:
         timer = self.ctx.timer
         assert timer is not None
-        return {"conditions": timer.round_conditions()}
+        return Conditions(conditions=timer.round_conditions())
+
+    def answer(self, cmd: Command) -> msgspec.Struct:
+        """The reply to one command (host_messages.REPLIES names its type)."""
+        handlers: dict[type, Callable[[Any], msgspec.Struct]] = {
+            Gate: self.gate,
+            Describe: self.describe,
+            Capture: self.capture,
+            Time: self.time,
+            Race: self.race,
+            ReadConditions: self.conditions,
+        }
+        return handlers[type(cmd)](cmd)
 
 
 def main() -> None:
@@ -197,16 +228,17 @@ def main() -> None:
     try:
         host = LegHost(root, case_index, key)
     except HostRefused as e:
-        print(json.dumps({"ready": False, "reason": e.reason, "revision_wide": e.revision_wide}), file=out, flush=True)
+        out.write(encode(Ready(ready=False, reason=e.reason, revision_wide=e.revision_wide)))
+        out.flush()
         raise SystemExit(1) from None
-    print(json.dumps({"ready": True}), file=out, flush=True)
+    out.write(encode(Ready(ready=True)))
+    out.flush()
     for line in sys.stdin:
-        cmd = json.loads(line)
-        op = cmd.pop("op")
-        if op == "exit":
+        cmd = decode_command(line)
+        if isinstance(cmd, Exit):
             break
-        reply = getattr(host, op)(**cmd)
-        print(json.dumps(reply, default=float), file=out, flush=True)
+        out.write(encode(host.answer(cmd)))
+        out.flush()
 
 
 if __name__ == "__main__":
