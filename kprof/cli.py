@@ -36,7 +36,7 @@ app = typer.Typer(
     name="kprof",
     help="GPU kernel profiling with honest statistics.",
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help is literal text: `kprof[sql]` and `step[DECODE` once lost their brackets
 )

@@ -172,3 +172,12 @@ def test_a_run_folder_that_does_not_exist_is_named_as_such(tmp_path: Path) -> No
         assert res.exit_code == 2 and res.stderr.strip().endswith("run: no such run folder"), res.output
     res = runner.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 2 and "is not a kprof run folder (no meta.json)" in res.stderr
+
+
+def test_short_help_and_shell_completion() -> None:
+    """-h works where --help does, and the shell completion typer offers is installed with kprof."""
+    for args in ([], ["run"], ["trace"], ["compare"]):
+        short, long = runner.invoke(app, [*args, "-h"]), runner.invoke(app, [*args, "--help"])
+        assert short.exit_code == 0 and short.stdout == long.stdout and "Usage: kprof" in short.stdout
+    completion = runner.invoke(app, ["--show-completion", "bash"], prog_name="kprof")
+    assert completion.exit_code == 0 and "complete -o default -F _kprof_completion kprof" in completion.stdout
