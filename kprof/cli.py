@@ -68,10 +68,42 @@ def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _write(doc: Any, fmt: Any) -> None:
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Also write the result to this file, in the format its suffix names (.md, .json, .csv); the "
+        "terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
+    ),
+]
+SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv"}
+
+
+def _write(doc: Any, fmt: Any, output: Path | None = None) -> None:
+    """The document to stdout in ``fmt``; with ``output``, also to that file in its suffix's format."""
     from kprof.report.table import render
 
+    if output is not None:
+        _write_output(output, lambda kind: render(doc, kind))
     sys.stdout.write(render(doc, fmt.value, output_console()))
+
+
+def _write_output(output: Path, rendered: Callable[[str], str], formats: dict[str, str] = SUFFIX_FORMATS) -> None:
+    """``rendered(format)`` into ``output``, atomically; never into a folder kprof keeps data in."""
+    from kprof.store.atomic import write_text
+    from kprof.store.layout import is_run_folder
+
+    if output.is_dir() or any(is_run_folder(folder) for folder in (output.parent, *output.parent.parents)):
+        raise KprofInputError("--output", f"{output}: is a folder or lies in a kprof folder, which it would change")
+    kind = formats.get(output.suffix.lower())
+    if kind is None:
+        names = ", ".join(sorted(formats))
+        raise KprofInputError("--output", f"{output}: name a file ending in {names} (its format)")
+    text = rendered(kind)
+    if not text:
+        raise KprofInputError("--output", f"{output}: this result has no table to write as {kind}")
+    write_text(text, output)
 
 
 class ReadProgress:
@@ -131,6 +163,7 @@ def trace(
     fmt: Annotated[
         TraceFormat, typer.Option("--format", help="table, md (for a PR), csv (per-kernel), json.")
     ] = TraceFormat.table,
+    output: OutputOption = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 20,
     save: Annotated[
         Path | None,
@@ -161,7 +194,7 @@ def trace(
         on_progress=ReadProgress(),
         jobs=jobs or default_jobs(),
     )
-    _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt)
+    _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt, output)
     if save is not None and fmt.value == "table":
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
@@ -174,6 +207,7 @@ def sql(
     ],
     folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
     fmt: Annotated[TraceFormat, typer.Option("--format", help="table, md, csv or json.")] = TraceFormat.table,
+    output: OutputOption = None,
 ) -> None:
     """Read-only SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented
     names; SELECT and EXPLAIN only, files of the folder only, at most 100,000 rows."""
@@ -181,17 +215,19 @@ def sql(
     from kprof.report.sql_report import sql_document
 
     result, tables, cut = run_sql(query, folder)
-    _write(sql_document(result, tables, cut), fmt)
+    _write(sql_document(result, tables, cut), fmt, output)
 
 
 @app.command()
+@one_line_errors
 def kernels(
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+    output: OutputOption = None,
 ) -> None:
     """List the bundled workloads: features (levers), presets and sweepable parameters."""
     from kprof.commands.kernels import kernels_document
 
-    _write(kernels_document(), fmt)
+    _write(kernels_document(), fmt, output)
 
 
 def _say(err: Any) -> Callable[[Any], None]:
@@ -207,7 +243,9 @@ def _say(err: Any) -> Callable[[Any], None]:
     return on_event
 
 
-def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False) -> list[Any]:
+def _execute_and_report(
+    folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False, output: Path | None = None
+) -> list[Any]:
     """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
     logs), then render the report; what the run did not measure (kprof.run_model.Missing). Ctrl-C
     keeps every finished round and says how to resume. A ``fresh`` folder refused before its first
@@ -258,7 +296,7 @@ def _execute_and_report(folder: Any, fmt: Any, quiet: bool = False, fresh: bool 
         raise typer.Exit(130) from None
     err.print(f"run stored in {folder.root}")
     if not quiet:
-        _write(run_document(report), fmt)
+        _write(run_document(report), fmt, output)
     return report.run.missing()
 
 
@@ -301,6 +339,7 @@ def run(
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
+    output: OutputOption = None,
     **options: Any,
 ) -> None:
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
@@ -313,7 +352,7 @@ def run(
     if resume:
         from kprof.commands.run import resume_folder
 
-        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt))
+        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt, output=output))
         return
     request: Any
     if program or fields["legs"]:
@@ -331,9 +370,10 @@ def run(
         workload_fields = {k: v for k, v in fields.items() if k not in PROGRAM_ONLY}
         request = RunRequest(workload=workload, argv=sys.argv[1:], **workload_fields)
     if fields["design"] == "bisect":
-        _bisect(request, out, fmt)
+        _bisect(request, out, fmt, output)
         return
-    _fail_if_incomplete(_execute_and_report(_start(request, out, _say(output_console(stderr=True))), fmt, fresh=True))
+    started = _start(request, out, _say(output_console(stderr=True)))
+    _fail_if_incomplete(_execute_and_report(started, fmt, fresh=True, output=output))
 
 
 def _taken(request_type: Any, fields: dict[str, Any]) -> dict[str, Any]:
@@ -357,11 +397,11 @@ def _start(request: Any, out: Path | None, say: Callable[[Any], None] | None = N
     return start(request, out) if say is None else start(request, out, say)
 
 
-def _bisect(request: Any, out: Path | None, fmt: Any) -> None:
+def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None) -> None:
     from kprof.commands.run import bisect_revisions
     from kprof.report.bisect_report import bisect_document
 
-    _write(bisect_document(bisect_revisions(request, out, _say(output_console(stderr=True)))), fmt)
+    _write(bisect_document(bisect_revisions(request, out, _say(output_console(stderr=True)))), fmt, output)
 
 
 @app.command()
@@ -372,6 +412,7 @@ def calibrate(
     *,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+    output: OutputOption = None,
     **options: Any,
 ) -> None:
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
@@ -382,7 +423,7 @@ def calibrate(
     if not fields["plants"]:
         raise KprofInputError("--plant", "needs at least one delay")
     request = RunRequest(workload=workload, design="endpoints", argv=sys.argv[1:], **fields)
-    _fail_if_incomplete(_execute_and_report(_start(request, out), fmt))
+    _fail_if_incomplete(_execute_and_report(_start(request, out), fmt, output=output))
 
 
 @app.command("attribute")
@@ -401,6 +442,15 @@ def attribute_command(
     fmt: Annotated[
         AttributeFormat, typer.Option("--format", help="table, md, json or html (with plots).")
     ] = AttributeFormat.table,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Also write the result to this file, in the format its suffix names (.md, .json, .csv, .html); "
+            "the terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
+        ),
+    ] = None,
     **options: Any,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
@@ -425,10 +475,16 @@ def attribute_command(
     from kprof.report.attribution_report import attribution_document, render_html
 
     result = attribute(root, threshold)
+    doc = attribution_document(result)
+    if output is not None:
+        from kprof.report.table import render
+
+        html_too = {**SUFFIX_FORMATS, ".html": "html"}
+        _write_output(output, lambda kind: render_html(result) if kind == "html" else render(doc, kind), html_too)
     if fmt.value == "html":
         sys.stdout.write(render_html(result))
     else:
-        _write(attribution_document(result), fmt)
+        _write(doc, fmt)
     _fail_if_incomplete(missing)
 
 
@@ -458,6 +514,7 @@ def compare_command(
     ] = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,
+    output: OutputOption = None,
 ) -> None:
     """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
     have repetitions."""
@@ -466,7 +523,7 @@ def compare_command(
 
     result = compare(a, b, threshold, steps, control)
     judged = gate(result, fail_on) if fail_on else None
-    _write(compare_document(result, top or None), fmt)
+    _write(compare_document(result, top or None), fmt, output)
     if judged is not None and judged.broken:
         typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(judged.broken), err=True)
         raise typer.Exit(GATE_BROKEN)
@@ -480,6 +537,7 @@ def compare_command(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="table, md (for a PR) or json.")] = RunFormat.table,
+    output: OutputOption = None,
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
     ] = None,
@@ -493,9 +551,9 @@ def report(
     if (run_dir / BISECT_FILE).is_file():
         from kprof.report.bisect_report import bisect_document
 
-        _write(bisect_document(Bisect.load(run_dir)), fmt)
+        _write(bisect_document(Bisect.load(run_dir)), fmt, output)
         return
-    _write(run_document(analyse_run(run_dir, threshold)), fmt)
+    _write(run_document(analyse_run(run_dir, threshold)), fmt, output)
 
 
 @app.command()

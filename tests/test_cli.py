@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from conftest import EAGER, GRAPH, real
+from conftest import EAGER, GRAPH, ROOT, real
 from kprof.cli import app
 from kprof.report.table import Column, Document, Table, render_markdown
 from kprof.schema import KERNEL_EVENTS
@@ -181,3 +181,40 @@ def test_short_help_and_shell_completion() -> None:
         assert short.exit_code == 0 and short.stdout == long.stdout and "Usage: kprof" in short.stdout
     completion = runner.invoke(app, ["--show-completion", "bash"], prog_name="kprof")
     assert completion.exit_code == 0 and "complete -o default -F _kprof_completion kprof" in completion.stdout
+
+
+def test_output_writes_a_file_in_its_suffixs_format_beside_the_terminal_table(tmp_path: Path) -> None:
+    """-o/--output: the file in the format its suffix names, the terminal output as --format says;
+    the file holds what --format of that kind prints."""
+    stored = str(ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr")
+    res = runner.invoke(app, ["kernels", "-o", str(tmp_path / "kernels.csv")])  # a listing, no table of rows
+    assert res.exit_code == 2 and "no table to write as csv" in res.stderr and not (tmp_path / "kernels.csv").exists()
+    for args in (["trace", str(EAGER)], ["report", stored], ["kernels"]):
+        for suffix in (".md", ".json", ".csv") if args[0] != "kernels" else (".md", ".json"):
+            out = tmp_path / f"{args[0]}{suffix}"
+            res = runner.invoke(app, [*args, "-o", str(out)])
+            assert res.exit_code == 0, res.output
+            kind = {".md": "md", ".json": "json", ".csv": "csv"}[suffix]
+            alone = runner.invoke(app, [*args, "--format", kind])
+            if alone.exit_code == 0:  # report and kernels print no csv: -o gives it all the same
+                assert out.read_text() == alone.stdout, (args, suffix)
+            else:
+                assert kind == "csv" and out.read_text().startswith(("case,", "workload,", "name,")), out.read_text()[
+                    :80
+                ]
+        assert "┃" in res.stdout  # the terminal still shows the table
+    page = tmp_path / "levers.html"
+    res = runner.invoke(app, ["attribute", stored, "-o", str(page), "--format", "md"])
+    assert res.exit_code == 0 and page.read_text().startswith("<!doctype html>") and res.stdout.startswith("**")
+
+
+def test_output_refuses_what_it_cannot_write_or_must_not_touch(tmp_path: Path) -> None:
+    stored = ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr"
+    for target, words in (
+        (tmp_path / "report.txt", "name a file ending in"),
+        (tmp_path, "is a folder or lies in a kprof folder"),
+        (stored / "notes.md", "is a folder or lies in a kprof folder"),
+    ):
+        res = runner.invoke(app, ["report", str(stored), "-o", str(target)])
+        assert res.exit_code == 2 and words in res.stderr and res.stderr.count("\n") == 1, res.output
+    assert not (stored / "notes.md").exists()
