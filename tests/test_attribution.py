@@ -81,14 +81,14 @@ def test_add_one_leave_one_out_shapley_and_interaction_recover_the_truth() -> No
 
 
 def test_shapley_adds_up_to_the_total_in_every_round() -> None:
-    from kprof.analysis.attribution import lever_values
+    from kprof.analysis.attribution import Quantity, lever_values
     from kprof.analysis.run_effects import per_round_logs, round_statistics
 
     samples, legs = _samples(noise=0.01, seed=3)
     logs = per_round_logs(round_statistics(samples), "c")
     values = lever_values(logs, legs, LEVERS)
-    total = values["total|"]
-    assert np.allclose(sum(values[f"shapley|{f}"] for f in LEVERS), total)
+    total = values[Quantity("total")]
+    assert np.allclose(sum(values[Quantity("shapley", f)] for f in LEVERS), total)
 
 
 @pytest.mark.slow

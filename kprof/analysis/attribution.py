@@ -12,7 +12,7 @@ Every estimate is reported as effect_pct = 100·(exp(−x) − 1), positive = th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,18 @@ def _leg_by_features(legs: list[Leg]) -> dict[frozenset[str], str]:
     return out
 
 
-def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> dict[str, pd.Series]:
+class Quantity(NamedTuple):
+    """An attribution quantity: a design and the lever it is of ("" for the whole change)."""
+
+    design: str  # total, add_one, leave_one_out, shapley, interaction, unexplained
+    lever: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.design}: {self.lever}" if self.lever else self.design
+
+
+def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> dict[Quantity, pd.Series]:
     """Per-round series for every attribution quantity that the run's legs allow."""
     by = _leg_by_features(legs)
     full = frozenset(levers)
@@ -54,29 +65,29 @@ def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> 
         name = by.get(fs)
         return logs[name] - logs[base] if name is not None and name in logs else None
 
-    series: dict[str, pd.Series] = {}
+    series: dict[Quantity, pd.Series] = {}
     total = v(full)
     if total is not None:
-        series["total|"] = total
+        series[Quantity("total")] = total
     add = {f: v(frozenset({f})) for f in levers}
     for f, s in add.items():
         if s is not None:
-            series[f"add_one|{f}"] = s
+            series[Quantity("add_one", f)] = s
         without = v(full - {f})
         if total is not None and without is not None:
-            series[f"leave_one_out|{f}"] = total - without
+            series[Quantity("leave_one_out", f)] = total - without
     n = len(levers)
     subsets = [frozenset(f for i, f in enumerate(levers) if mask & (1 << i)) for mask in range(1 << n)]
     if n and all(v(s) is not None for s in subsets):
         matrix = np.stack([v(s).to_numpy() for s in subsets], axis=1)  # rounds × 2^n, bit i = lever i
         phi = S.shapley(matrix, n)
         for i, f in enumerate(levers):
-            series[f"shapley|{f}"] = pd.Series(phi[:, i], index=logs.index)
+            series[Quantity("shapley", f)] = pd.Series(phi[:, i], index=logs.index)
         _, inter = S.factorial_effects(matrix, n)
         for (i, j), values in inter.items():
-            series[f"interaction|{levers[i]}×{levers[j]}"] = pd.Series(values, index=logs.index)
+            series[Quantity("interaction", f"{levers[i]}×{levers[j]}")] = pd.Series(values, index=logs.index)
     if total is not None and all(s is not None for s in add.values()):
-        series["unexplained|"] = total - sum(add.values())
+        series[Quantity("unexplained")] = total - sum(add.values())
     return series
 
 
@@ -107,12 +118,12 @@ def attribute_run(
         series = lever_values(logs, legs, levers)
         sets = round_sets(samples[samples["case"] == case])
         set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
-        derived = {k: v for k, v in series.items() if k.split("|", 1)[0] not in LEG_DESIGNS}
+        derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS}
         spreads = placement_spreads(pd.DataFrame(derived), set_of_round)
         placements = int(sets.nunique()) if sets is not None else 0
         bias = summary.bias if summary else 0.0
         for key, values in series.items():
-            design, lever = key.split("|", 1)
+            design, lever = key
             if design in LEG_DESIGNS:
                 leg = by[frozenset(levers) if design == "total" else frozenset({lever})]
                 row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.analysis.attribution import attribute_run, lever_values, sweep_table
+from kprof.analysis.attribution import Quantity, attribute_run, lever_values, sweep_table
 from kprof.analysis.run_effects import (
     CaseSummary,
     calibration_table,
@@ -121,7 +121,7 @@ class Attribution:
     run: RunReport
     levers: pd.DataFrame
     sweep: pd.DataFrame
-    per_round: dict[str, dict[str, pd.Series]]
+    per_round: dict[str, dict[Quantity, pd.Series]]  # case → each attribution quantity per round
 
 
 def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:

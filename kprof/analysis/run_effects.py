@@ -16,7 +16,7 @@ family of look-alike comparisons is searched for its best member: the values of 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -353,12 +353,13 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
     return per_round["min"]
 
 
-def placement_spreads(d: pd.DataFrame, set_of_round: np.ndarray | None) -> dict[str, float]:
-    """Each leg's spread between buffer sets (log units) as folded into its interval
-    (``stats.counted_spreads``); 0 for every leg when the rounds did not rotate placements."""
+def placement_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, float]:
+    """Each leg's (or quantity's) spread between buffer sets (log units) as folded into its
+    interval (``stats.counted_spreads``); 0 for each when the rounds did not rotate placements."""
+    columns = dict(d.items())
     if set_of_round is None:
-        return dict.fromkeys(d.columns, 0.0)
-    return S.counted_spreads({leg: S.placement_spread(d[leg].to_numpy(), set_of_round) for leg in d.columns})
+        return dict.fromkeys(columns, 0.0)
+    return S.counted_spreads({k: S.placement_spread(v.to_numpy(), set_of_round) for k, v in columns.items()})
 
 
 def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:

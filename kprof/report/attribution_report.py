@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kprof.analysis.attribution import Quantity
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.analysis.stats import EFFECT_COLUMNS
@@ -166,13 +167,13 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _per_round_plot(plt: Any, table: pd.DataFrame, case: str, series: dict[str, Any], keys: list[str]) -> str:
+def _per_round_plot(plt: Any, table: pd.DataFrame, case: str, series: dict[Quantity, Any], keys: list[Quantity]) -> str:
     """Each lever's per-round effects as points, its estimate and interval as a bar."""
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(keys) + 1.2))
     for i, key in enumerate(keys):
         pct = 100 * (np.exp(-series[key].to_numpy()) - 1)
         ax.scatter(pct, np.full(len(pct), i) + np.random.default_rng(i).uniform(-0.15, 0.15, len(pct)), s=10, alpha=0.6)
-        design, lever = key.split("|")
+        design, lever = key
         row = table[
             (table["case"] == case) & (table["design"] == design) & (table["lever"] == (lever or "(all levers)"))
         ]
@@ -181,7 +182,7 @@ def _per_round_plot(plt: Any, table: pd.DataFrame, case: str, series: dict[str, 
             ax.plot([r["ci_low_pct"], r["ci_high_pct"]], [i, i], color="black", lw=2)
             ax.plot([r["effect_pct"]], [i], "k|", ms=14)
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(range(len(keys)), [k.replace("|", ": ") for k in keys])
+    ax.set_yticks(range(len(keys)), [k.label for k in keys])
     ax.set_xlabel("effect % per round (positive = faster); bar = 95% interval")
     ax.set_title(case)
     img = f'<img alt="per-round effects, {html.escape(case)}" src="data:image/png;base64,{_png(fig)}">'
@@ -233,7 +234,7 @@ def render_html(result: Attribution) -> str:
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(html_table(t))
     for case, series in per_round.items():
-        keys = [k for k in series if k.split("|")[0] in ("shapley", "add_one", "leave_one_out")]
+        keys = [k for k in series if k.design in ("shapley", "add_one", "leave_one_out")]
         if keys:
             parts.append(_per_round_plot(plt, table, case, series, keys))
     if len(sweep):
