@@ -187,6 +187,27 @@ class BenchmarkRecord:
     in_tree: str = ""
 
 
+class RunState(msgspec.Struct, kw_only=True):
+    """What a run found out while it ran (``state.json``; meta.json is written once, when the run
+    is made): the timer's measurements (each GPU's under ``gpus``) with the timer's label, and the
+    fields of revision trees changed after planning (a revision refused once, a tree made again)."""
+
+    timer_info: dict[str, Any] | None = None
+    timer: str | None = None
+    revisions: dict[str, dict[str, Any]] = {}
+
+    def apply(self, run: Run) -> None:
+        if self.timer_info is not None:
+            run.timer_info = self.timer_info
+        if self.timer is not None:
+            run.timer = self.timer
+        for key, changed in self.revisions.items():
+            tree = run.revisions.get(key)
+            for name, value in changed.items() if tree is not None else ():
+                if name in ("path", "refused", "setup"):
+                    setattr(tree, name, value)
+
+
 @dataclass(frozen=True)
 class Missing:
     """A case (``leg`` empty) or one leg of a case that the run did not measure, and why (no reason:

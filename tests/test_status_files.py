@@ -1,6 +1,6 @@
-"""Each case's status lives in its own file (status/cNNN.json): a case never rewrites meta.json,
-folders from before keep reading their statuses from meta.json, and a damaged status file is one
-line naming it."""
+"""meta.json is written once: each case's status lives in its own file (status/cNNN.json) and what
+the run finds out while it runs in state.json. Folders from before keep reading their statuses from
+meta.json, and a damaged status or state file is one line naming it."""
 
 from __future__ import annotations
 
@@ -73,3 +73,31 @@ def test_a_damaged_status_file_is_one_line_naming_it(tmp_path: Path, text: str, 
     with pytest.raises(KprofInputError) as e:
         folder.read_run()
     assert "c000.json" in str(e.value) and problem in str(e.value) and "\n" not in str(e.value)
+
+
+def test_meta_json_is_written_once_what_the_run_finds_goes_to_state_json(tmp_path: Path) -> None:
+    from kprof.run_model import RevisionTree
+
+    folder = write_run(
+        tmp_path / "run", LEGS, lambda leg, case: 0.0, rounds=6, revisions={"abc": RevisionTree("/t", "x")}
+    )
+    meta = folder.meta_path.read_bytes()
+    folder.record_measurements({"copy_gbps": 4200.0, "measured_in_case": "c"}, "0", lambda info: "events")
+    folder.record_measurements({"copy_gbps": 4100.0, "measured_in_case": "c"}, "1", lambda info: "events")
+    folder.update_revision("abc", refused="does not apply")
+    folder.update_case("c", status="done")
+    assert folder.meta_path.read_bytes() == meta
+    run = folder.read_run()
+    assert run.timer_info["gpus"]["1"]["copy_gbps"] == 4100.0
+    assert run.timer_info["copy_gbps"] == 4200.0  # the first GPU's stand for the run
+    assert run.timer == "events" and run.revisions["abc"].refused == "does not apply"
+    assert run.revisions["abc"].path == "/t"
+
+
+@pytest.mark.parametrize("text", ["{broken", "[]", '{"timer": 3}', '{"revisions": {"abc": 1}}'])
+def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
+    folder = _folder(tmp_path)
+    (folder.root / "state.json").write_text(text)
+    with pytest.raises(KprofInputError) as e:
+        folder.read_run()
+    assert "state.json" in str(e.value) and "\n" not in str(e.value)

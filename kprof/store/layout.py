@@ -3,7 +3,9 @@ and writes the tables and meta.json; the engine writes its progress notes and lo
 code that must recognise a folder without reading it imports this alone: pandas and pyarrow are not
 imported here).
 
-    meta.json               the run: what was asked for, the plan, run-wide measurements
+    meta.json               the run: what was asked for and the plan, written once when the run is made
+    state.json              what the run found out while it ran: each GPU's timer measurements,
+                            revisions refused or made again
     status/cNNN.json        case NNN's status, written by whoever runs that case
     TABLE/…parquet          the tables (kprof.store.run_tables), parts while live, compacted after
     outputs/cNNN/…pt        revision runs: each leg's gate outputs, compared across revisions, then removed
@@ -21,6 +23,7 @@ META = "meta.json"
 META_LOCK = ".meta.lock"
 FOLDER_LOCK = ".lock"
 STATUS = "status"
+STATE = "state.json"
 BISECT_FILE = "bisect.json"
 
 

@@ -24,15 +24,16 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute, for filtering a compacted table
 import pyarrow.parquet as pq
 
 from kprof.errors import KprofInputError, checked_file
-from kprof.run_model import CaseStatus, Run
+from kprof.run_model import CaseStatus, Run, RunState
 from kprof.store.atomic import write_parquet, write_text
-from kprof.store.layout import META, META_LOCK, STATUS, status_file
+from kprof.store.layout import META, META_LOCK, STATE, STATUS, status_file
 from kprof.store.locks import exclusive_lock, held_alone
 from kprof.store.run_tables import REQUIRED, TABLES, checked_part, to_arrow
 
@@ -87,7 +88,22 @@ class RunFolder:
             raise KprofInputError(self.meta_path, f"cannot be read ({e.strerror or e})") from None
         except UnicodeDecodeError as e:
             raise KprofInputError(self.meta_path, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
-        return self._with_statuses(Run.from_json(text, str(self.meta_path)))
+        run = self._with_statuses(Run.from_json(text, str(self.meta_path)))
+        self._read_state().apply(run)
+        return run
+
+    def _read_state(self) -> RunState:
+        path = self.root / STATE
+        if not path.exists() and not path.is_symlink():
+            return RunState()
+        checked_file(path, "the run's state", limit=META_LIMIT)
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=RunState)
+        except (OSError, msgspec.DecodeError) as e:
+            raise KprofInputError(path, f"is not a run state kprof can read ({e})") from None
+
+    def _write_state(self, state: RunState) -> None:
+        write_text(msgspec.json.encode(state).decode() + "\n", self.root / STATE)
 
     def _with_statuses(self, run: Run) -> Run:
         """The run with each case's status from its file, where it has one."""
@@ -100,7 +116,8 @@ class RunFolder:
         return run
 
     def write_run(self, run: Run) -> None:
-        """meta.json without the statuses, each of which goes to its case's file."""
+        """meta.json, once, when the run is made (statuses go to their cases' files, what the run
+        finds out while it runs to state.json)."""
         for index, case in enumerate(run.case_names):
             if case in run.case_status:
                 self._write_status(index, run.case_status[case])
@@ -133,11 +150,10 @@ class RunFolder:
     def update_revision(self, key: str, **fields: Any) -> Run:
         """Set fields of one revision tree's record (a revision refused once for the whole run)."""
         with self._meta_lock():
-            run = self.read_run()
-            for name, value in fields.items():
-                setattr(run.revisions[key], name, value)
-            self.write_run(run)
-        return run
+            state = self._read_state()
+            state.revisions[key] = {**state.revisions.get(key, {}), **fields}
+            self._write_state(state)
+            return self.read_run()
 
     def record_measurements(
         self, measured: dict[str, Any], gpu: str | None, timer: Callable[[dict[str, Any]], str]
@@ -151,9 +167,10 @@ class RunFolder:
                 info["gpus"] = {**(info.get("gpus") or {}), gpu: measured}
             if gpu is None or "measured_in_case" not in info:
                 info.update(measured)
-            run = run.updated(timer_info=info, timer=timer(info))
-            self.write_run(run)
-        return run
+            state = self._read_state()
+            state.timer_info, state.timer = info, timer(info)
+            self._write_state(state)
+            return run.updated(timer_info=info, timer=state.timer)
 
     def lock(self) -> AbstractContextManager[None]:
         """Hold the folder for one kprof process: a second run or --resume on it is refused at once."""
