@@ -157,3 +157,19 @@ def test_compare_prints_its_json_numbers_in_every_format(fmt: str) -> None:
         assert (row["case"], row["leg"], row["verdict"]) == (leg["case"], leg["leg"], leg["verdict"])
         for f in ("effect_pct", "ci_low_pct", "ci_high_pct"):
             assert float(row[f]) == pytest.approx(leg[f], rel=1e-9, abs=1e-9), (row["leg"], f)
+
+
+@pytest.mark.parametrize(
+    ("effect", "lo", "hi", "text"),
+    [
+        (257.58, 256.62, 259.28, "+257.58% [+256.62, +259.28] (3.58× faster)"),
+        (-50.0, -52.0, -48.0, "-50.00% [-52.00, -48.00] (2× slower)"),
+        (-75.0, -80.0, -70.0, "-75.00% [-80.00, -70.00] (4× slower)"),
+        (16654.09, 365.14, 482339.72, "+16654.09% [+365.14, +482339.72] (168× faster)"),
+        (49.9, 40.0, 60.0, "+49.90% [+40.00, +60.00]"),
+        (-11.56, -11.91, -11.13, "-11.56% [-11.91, -11.13]"),
+    ],
+)
+def test_large_effects_also_read_as_ratios(effect: float, lo: float, hi: float, text: str) -> None:
+    row = {"verdict": "FASTER", "effect_pct": effect, "ci_low_pct": lo, "ci_high_pct": hi}
+    assert effect_text(row) == text

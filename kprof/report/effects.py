@@ -32,4 +32,18 @@ def effect_text(row: pd.Series | dict[str, Any]) -> str:
         rounds = row.get("rounds")
         why = f"no 95% interval at {rounds} rounds" if rounds is not None else "too few repetitions for a 95% interval"
         return f"{effect:+.2f}% [{why}]"
-    return f"{effect:+.2f}% [{lo:+.2f}, {hi:+.2f}]"
+    return f"{effect:+.2f}% [{lo:+.2f}, {hi:+.2f}]" + ratio_text(effect)
+
+
+RATIO_FROM_PCT = 50.0  # from this size on, an effect also reads as a ratio: +257% is "3.57× faster"
+
+
+def ratio_text(effect_pct: float) -> str:
+    """`` (3.57× faster)`` beside an effect of ±50% or more, where a percentage reads poorly (a leg
+    twice as slow is −50%, a leg 100 times faster +9,900%); empty below."""
+    if not math.isfinite(effect_pct) or abs(effect_pct) < RATIO_FROM_PCT:
+        return ""
+    speedup = 1 + effect_pct / 100  # t_reference / t_leg
+    if speedup <= 0:
+        return ""
+    return f" ({speedup:.3g}× faster)" if speedup >= 1 else f" ({1 / speedup:.3g}× slower)"
