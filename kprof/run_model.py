@@ -277,6 +277,28 @@ _STATUS_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 @dataclass
+class Protocol:
+    """How every case is timed: rounds, samples, buffers, processes, captures and the timer."""
+
+    rounds: int
+    samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
+    buffer_sets: int = 4
+    buffers: str = "shared"  # or "per-leg" (the PR method)
+    processes: int = 1  # worker processes per case, one after another (kprof.parts)
+    timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
+    captures: str = "per-round"  # graphs captured afresh every round, or once per run (folders from before: once)
+
+
+@dataclass
+class Placement:
+    """Where the cases run: the device, the host GPUs they are sharded over, or a Ray cluster."""
+
+    device: str = "cpu"
+    gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
+    ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
+
+
+@dataclass
 class Run:
     """A run folder's meta.json, typed."""
 
@@ -285,10 +307,10 @@ class Run:
     workload_name: str
     legs: list[Leg]
     cases: list[CaseRecord]
-    rounds: int
+    protocol: Protocol
+    placement: Placement = field(default_factory=lambda: Placement())
     seed: int = 0
     threshold_pct: float = 0.5
-    device: str = "cpu"
     dtype: str = ""
     design: str = ""
     preset: str = ""
@@ -296,14 +318,6 @@ class Run:
     collector: str = "events"
     features: list[FeatureRecord] = field(default_factory=list)
     sweep: tuple[str, list[Any]] | None = None
-    samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
-    buffer_sets: int = 4
-    buffers: str = "shared"  # or "per-leg" (the PR method)
-    processes: int = 1  # worker processes per case, one after another (kprof.parts)
-    ray: str | None = None  # --ray: cases as Ray tasks on this cluster ("auto" or an address)
-    gpus: list[int] = field(default_factory=list)  # --gpus: cases sharded over these host GPUs (worker slots on a CPU)
-    timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
-    captures: str = "per-round"  # graphs captured afresh every round, or once per run (folders from before: once)
     program: list[str] = field(default_factory=list)
     repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
     commits: list[dict[str, Any]] = field(default_factory=list)
@@ -381,12 +395,12 @@ class Run:
 
     @property
     def device_timed(self) -> bool:
-        return self.device != "cpu"
+        return self.placement.device != "cpu"
 
     @property
     def timer_label(self) -> str:
         return self.timer or (
-            "host-clock (CPU, Triton interpreter: not device time)" if self.device == "cpu" else "cuda-events"
+            "host-clock (CPU, Triton interpreter: not device time)" if self.placement.device == "cpu" else "cuda-events"
         )
 
     @property
@@ -470,6 +484,9 @@ def migrate(raw: dict[str, Any], where: str = "meta.json") -> dict[str, Any]:
     return d
 
 
+# Keys a version 1–3 folder kept at the top level that version 4 groups.
+_PROTOCOL_KEYS = ("rounds", "samples", "buffer_sets", "buffers", "processes", "timer_mode", "captures")
+_PLACEMENT_KEYS = ("device", "gpus", "ray")
 # Values of a version 1–3 folder that its kprof filled in when a key was missing (see the history).
 _LEGACY = {"timer_mode": "events", "captures": "once"}
 
@@ -481,6 +498,8 @@ def _before_v4(d: dict[str, Any]) -> dict[str, Any]:
     d = {k: v for k, v in d.items() if v is not None or k in optional}
     for key, value in _LEGACY.items():
         d.setdefault(key, value)
+    for group, names in (("protocol", _PROTOCOL_KEYS), ("placement", _PLACEMENT_KEYS)):
+        d[group] = {k: d.pop(k) for k in names if k in d}
     if not d.get("workload_name"):
         d["workload_name"] = d.get("workload")
     d["run_format_version"] = RUN_FORMAT_VERSION

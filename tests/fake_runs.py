@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from kprof.run_model import CaseRecord, Leg, Run
+from kprof.run_model import CaseRecord, Leg, Placement, Protocol, Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -38,8 +38,8 @@ def write_run(
         workload_name="synthetic",
         legs=legs,
         cases=[CaseRecord(c) for c in cases],
-        rounds=rounds,
-        device="cuda",
+        protocol=Protocol(rounds=rounds),
+        placement=Placement(device="cuda"),
         dtype="bfloat16",
         design="all",
         preset="test",

@@ -62,14 +62,16 @@ def test_capture_order_is_a_seeded_permutation_that_moves_legs() -> None:
 
 def test_captures_is_recorded_and_old_folders_read_as_once(tmp_path: Path) -> None:
     folder = create_run(tmp_path / "run", RunRequest(workload="copy", preset="smoke", device="cpu", captures="once"))
-    assert folder.read_run().captures == "once"
+    assert folder.read_run().protocol.captures == "once"
     record = folder.read_run().record()
-    assert record["captures"] == "once"
+    assert record["protocol"]["captures"] == "once"
+    for group in ("protocol", "placement"):  # as a folder of version 3 kept them
+        record.update(record.pop(group))
     del record["captures"]
     record["run_format_version"] = 3  # a folder from before the choice: its kprof captured once
-    assert Run.from_record(record).captures == "once"
+    assert Run.from_record(record).protocol.captures == "once"
     fresh = create_run(tmp_path / "run2", RunRequest(workload="copy", preset="smoke", device="cpu"))
-    assert fresh.read_run().captures == "per-round"
+    assert fresh.read_run().protocol.captures == "per-round"
 
 
 class LadderTimer:
@@ -122,7 +124,8 @@ def test_the_report_says_when_graphs_were_captured_once(tmp_path: Path) -> None:
     from kprof.report.run_report import header
 
     run = create_run(tmp_path / "run", RunRequest(workload="copy", preset="smoke", device="cpu")).read_run()
-    on_gpu = replace(run, device="cuda")
-    assert "captured once" in header(replace(on_gpu, captures="once"))
+    once = replace(run.protocol, captures="once")
+    on_gpu = replace(run, placement=replace(run.placement, device="cuda"))
+    assert "captured once" in header(replace(on_gpu, protocol=once))
     assert "captured once" not in header(on_gpu)  # per-round, the default
-    assert "captured once" not in header(replace(run, captures="once"))  # nothing is captured on a CPU
+    assert "captured once" not in header(replace(run, protocol=once))  # nothing is captured on a CPU

@@ -45,14 +45,14 @@ def _meta_deep(meta: Path) -> str:
 
 def _meta_infinite(meta: Path) -> str:
     record = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**record, "rounds": float("inf")}))
-    return "Expected `int`, got `float` - at `$.rounds`"
+    meta.write_text(json.dumps({**record, "protocol": {**record["protocol"], "rounds": float("inf")}}))
+    return "Expected `int`, got `float` - at `$.protocol.rounds`"
 
 
 def _meta_nan(meta: Path) -> str:
     record = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**record, "rounds": float("nan")}))
-    return "Expected `int`, got `float` - at `$.rounds`"
+    meta.write_text(json.dumps({**record, "protocol": {**record["protocol"], "rounds": float("nan")}}))
+    return "Expected `int`, got `float` - at `$.protocol.rounds`"
 
 
 def _meta_directory(meta: Path) -> str:

@@ -17,7 +17,7 @@ from kprof.commands.compare import load_side
 from kprof.errors import KprofInputError
 from kprof.report.run_report import run_document
 from kprof.report.table import render_markdown
-from kprof.run_model import RUN_FORMAT_VERSION, Leg, Role, Run, migrate
+from kprof.run_model import RUN_FORMAT_VERSION, Leg, Protocol, Role, Run, migrate
 from kprof.store.run_folder import RunFolder
 
 STORED = sorted((ROOT / "docs" / "runs").glob("*/*/meta.json")) + sorted(
@@ -91,7 +91,7 @@ def test_bad_descriptions_are_one_line_errors(raw: object, words: str) -> None:
 
 def test_a_run_needs_exactly_one_baseline() -> None:
     legs = [Leg("a", roles=frozenset({Role.LEG})), Leg("b", roles=frozenset({Role.AA}), replica=1)]
-    raw = Run("program", "p", "p", legs, [], rounds=6).record()
+    raw = Run("program", "p", "p", legs, [], Protocol(rounds=6)).record()
     with pytest.raises(KprofInputError, match="exactly one leg with the baseline role"):
         Run.from_record(raw)
 
@@ -182,7 +182,9 @@ def test_a_leg_that_failed_in_a_later_process_is_not_reported_from_earlier_round
 
 def _v3(**changes: object) -> dict:
     legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
-    raw = Run("workload", "w", "w", legs, [], rounds=6).record()
+    raw = Run("workload", "w", "w", legs, [], Protocol(rounds=6)).record()
+    for group in ("protocol", "placement"):  # a folder of version 3 kept these at the top level
+        raw.update(raw.pop(group))
     raw.update(run_format_version=3, **changes)
     return raw
 
@@ -191,17 +193,20 @@ def test_an_older_folder_gets_the_values_its_kprof_had_and_a_new_one_the_default
     old = _v3()
     del old["timer_mode"], old["captures"]
     run = Run.from_record(old)
-    assert (run.timer_mode, run.captures) == ("events", "once")  # folders from before those choices
-    new = Run("workload", "w", "w", Run.from_record(_v3()).legs, [], rounds=6).record()
-    del new["timer_mode"], new["captures"]
+    assert (run.protocol.timer_mode, run.protocol.captures) == ("events", "once")  # from before those choices
+    assert run.protocol.rounds == 6 and run.placement.device == "cpu"  # the flat keys, grouped
+    new = Run("workload", "w", "w", run.legs, [], Protocol(rounds=6)).record()
+    del new["protocol"]["timer_mode"], new["protocol"]["captures"]
     assert RUN_FORMAT_VERSION == new["run_format_version"] == 4
-    assert (Run.from_record(new).timer_mode, Run.from_record(new).captures) == ("auto", "per-round")
+    protocol = Run.from_record(new).protocol
+    assert (protocol.timer_mode, protocol.captures) == ("auto", "per-round")
 
 
 def test_nulls_in_an_older_folder_read_as_defaults_and_in_a_new_one_are_errors() -> None:
-    assert Run.from_record(_v3(dtype=None, buffer_sets=None)).buffer_sets == 4
-    new = {**_v3(), "run_format_version": 4, "buffer_sets": None}
-    with pytest.raises(KprofInputError, match="Expected `int`, got `null` - at `\\$.buffer_sets`"):
+    assert Run.from_record(_v3(dtype=None, buffer_sets=None)).protocol.buffer_sets == 4
+    new = Run.from_record(_v3()).record()
+    new["protocol"]["buffer_sets"] = None
+    with pytest.raises(KprofInputError, match="Expected `int`, got `null` - at `\\$.protocol.buffer_sets`"):
         Run.from_record(new)
 
 

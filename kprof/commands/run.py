@@ -62,7 +62,7 @@ def run_and_analyse(
 
 def total_rounds(folder: RunFolder) -> int:
     run = folder.read_run()
-    return len(run.cases) * (run.rounds + run.processes)  # a burn-in round per process
+    return len(run.cases) * (run.protocol.rounds + run.protocol.processes)  # a burn-in round per process
 
 
 def bisect_revisions(
@@ -126,7 +126,7 @@ def _bisect_ends(
     first = plan_run(replace(req, **one), on_event)
     if len(first.cases) != 1:
         raise KprofInputError("--case", f"bisect follows one case; {len(first.cases)} match (narrow it with --case)")
-    return first, list(first.gpus) or [None], first.cases[0].name
+    return first, list(first.placement.gpus) or [None], first.cases[0].name
 
 
 def _new_bisect_folder(root: Path) -> Path:

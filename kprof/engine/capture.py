@@ -81,7 +81,7 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     timer.kernel_time = (
         bool(chosen.extra.get("kernel_time"))
         if chosen is not None
-        else wants_kernel_time(ctx.run.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
+        else wants_kernel_time(ctx.run.protocol.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
     )
     if timer.kernel_time and any(ctx.legs[li].plant is not None for li in timed):
         t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]
@@ -106,5 +106,5 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     if chosen is not None and chosen.samples:
         samples = chosen.samples  # a later process times as many samples per round as the first
     else:
-        samples = samples_per_round(t_est, ctx.device, ctx.run.samples)
+        samples = samples_per_round(t_est, ctx.device, ctx.run.protocol.samples)
     return Captured(timed, samples, t_base, spin_ladder)

@@ -58,21 +58,21 @@ class CaseContext:
 
     @property
     def device(self) -> str:
-        return self.run.device
+        return self.run.placement.device
 
     @property
     def per_leg_buffers(self) -> bool:
-        return self.run.buffers == "per-leg"
+        return self.run.protocol.buffers == "per-leg"
 
     @property
     def part(self) -> Part:
         """This process's share of the case: its buffer sets and its rounds."""
-        n_sets = len(self.legs) if self.per_leg_buffers else self.run.buffer_sets
-        return case_parts(self.run.rounds, n_sets, self.run.processes)[self.part_index]
+        n_sets = len(self.legs) if self.per_leg_buffers else self.run.protocol.buffer_sets
+        return case_parts(self.run.protocol.rounds, n_sets, self.run.protocol.processes)[self.part_index]
 
     @property
     def last_part(self) -> bool:
-        return self.part_index == self.run.processes - 1
+        return self.part_index == self.run.protocol.processes - 1
 
     def buffer_set(self, leg_index: int, round_index: int) -> int:
         """Shared protocol: every leg of round r uses the part's set for r (r mod K with one
@@ -97,7 +97,9 @@ class CaseContext:
         progress = progress_file(self.folder.root, self.case_index)
         progress.write_text(json.dumps({"step": step, "leg": leg}))
         if step != "round":
-            process = f"{self.part_index + 1}/{self.run.processes}" if self.run.processes > 1 else None
+            process = (
+                f"{self.part_index + 1}/{self.run.protocol.processes}" if self.run.protocol.processes > 1 else None
+            )
             emit(Phase(case=self.case.name, step=step, leg=leg, process=process))
 
     def done(self) -> None:

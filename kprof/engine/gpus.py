@@ -88,6 +88,6 @@ def record_device(
     label, info = describe(measure)
     if measure:
         measured = {**info, "measured_in_case": case}
-        run = folder.record_measurements(measured, gpu, lambda i: run_timer_label(run.timer_mode, label, i))
+        run = folder.record_measurements(measured, gpu, lambda i: run_timer_label(run.protocol.timer_mode, label, i))
     folder.update_case(case, device_name=info.get("device_name"), device_uuid=info.get("device_uuid"), gpu=gpu)
     return run, label

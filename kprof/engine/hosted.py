@@ -68,7 +68,7 @@ class Host:
     """One leg-host process and its command channel."""
 
     def __init__(self, folder: RunFolder, run: Run, case_index: int, key: str, gpu: int | None) -> None:
-        env = pinned_env(revision_env(run, key), gpu, run.device)
+        env = pinned_env(revision_env(run, key), gpu, run.placement.device)
         cmd = [sys.executable, "-m", "kprof.engine.leg_host", str(folder.root), str(case_index), key]
         # stderr to a file, not a pipe: a host that writes much there (a compiler) must never block
         self.log = host_log(folder.root, case_index, key)
@@ -202,10 +202,10 @@ class HostedCase:
         for key, host in self.hosts.items():
             estimates.update(host.ask(Capture(keep=[leg.name for leg in timed if leg.revision == key])).t_ns)
         typical_ns = median(estimates.values()) if estimates else 1.0
-        samples = samples_per_round(typical_ns, self.run.device, self.run.samples)
+        samples = samples_per_round(typical_ns, self.run.placement.device, self.run.protocol.samples)
         base_ns = estimates.get(self.run.baseline.name, typical_ns)
         info = gpu_timer_info(self.run.timer_info, self.gpu_key)
-        self.kernel_time = wants_kernel_time(self.run.timer_mode, base_ns, info, self.run.device)
+        self.kernel_time = wants_kernel_time(self.run.protocol.timer_mode, base_ns, info, self.run.placement.device)
         self.folder.update_case(
             self.case,
             samples=samples,
@@ -276,17 +276,17 @@ class HostedCase:
         """Interleaved timed rounds (kprof.engine.rounds), one leg at a time from its host; round 0
         is the burn-in."""
         run = self.run
-        orders = round_orders(len(timed), run.rounds + 1, run.seed + self.case_index)
+        orders = round_orders(len(timed), run.protocol.rounds + 1, run.seed + self.case_index)
         plan = RoundPlan(
             folder=self.folder,
             case_index=self.case_index,
             case=self.case,
             samples=samples,
             rounds={r: [(i, r % self.sets) for i in order] for r, order in enumerate(orders)},
-            last_round=run.rounds,
+            last_round=run.protocol.rounds,
             burn_in=lambda r: r == 0,
         )
-        legs = HostedLegs(self.hosts, self.base_key, timed, self.kernel_time, run.captures == "per-round")
+        legs = HostedLegs(self.hosts, self.base_key, timed, self.kernel_time, run.protocol.captures == "per-round")
         timed_rounds(plan, legs, lambda r, last: self.on_event(RoundDone(case=self.case, round=r, rounds=last)))
 
 

@@ -33,7 +33,7 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             from kprof.engine.hosted import execute_hosted
 
             execute_hosted(folder, on_event)
-        elif run.ray is not None:
+        elif run.placement.ray is not None:
             from kprof.engine.ray_cases import execute_ray
 
             execute_ray(folder, on_event)

@@ -30,7 +30,7 @@ from kprof.errors import KprofInputError, checked_regex
 from kprof.events import Event, LegFailed, RevisionRefused, RoundDone
 from kprof.ingest.load import load_trace
 from kprof.ingest.names import name_matches
-from kprof.run_model import PER_CALL, CaseRecord, Leg, Role, Run
+from kprof.run_model import PER_CALL, CaseRecord, Leg, Placement, Protocol, Role, Run
 from kprof.store.run_folder import RunFolder
 
 BUSY_CASE = "GPU busy per process"
@@ -109,9 +109,9 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         cases=[CaseRecord(BUSY_CASE)],
         design="program",
         legs=[],
-        rounds=req.rounds,
+        protocol=Protocol(rounds=req.rounds),
+        placement=Placement(device="cuda"),
         seed=req.seed,
-        device="cuda",
         dtype="program",
         threshold_pct=req.threshold_pct,
         setup_command=req.setup,
@@ -188,9 +188,9 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     if run.baseline.name in dropped:
         raise ProgramFailed(run.baseline.name, f"the baseline cannot run: {dropped[run.baseline.name]}")
     failures: dict[str, str] = dict(status.extra.get("failures", {}))  # a later round's failure of a leg
-    orders = round_orders(len(run.legs), run.rounds + 1, run.seed)
+    orders = round_orders(len(run.legs), run.protocol.rounds + 1, run.seed)
     done = set(folder.finished_rounds(0))
-    for r in range(run.rounds + 1):
+    for r in range(run.protocol.rounds + 1):
         if r in done:
             continue
         if run.benchmark is not None and not run.benchmark.in_tree:
@@ -220,7 +220,7 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                     raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
         folder.update_case(BUSY_CASE, failed=dropped, failures=failures)
-        on_event(RoundDone(case="program", round=r, rounds=run.rounds))
+        on_event(RoundDone(case="program", round=r, rounds=run.protocol.rounds))
     folder.update_case(BUSY_CASE, status="done", failed=dropped, failures=failures)
 
 

@@ -54,7 +54,7 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
             (root / rel).write_bytes(data)
         folder = RunFolder(root)
         run = folder.read_run()
-        env = worker_env(run.device)
+        env = worker_env(run.placement.device)
         env.pop(GPU_ENV, None)  # Ray sets CUDA_VISIBLE_DEVICES; the NVML index is the GPU id it gave
         gpu_ids = ray.get_gpu_ids()
         if gpu_ids:
@@ -98,10 +98,10 @@ def execute_ray(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     run = folder.read_run()
     if not ray.is_initialized():
         try:
-            ray.init(address=run.ray, include_dashboard=False, log_to_driver=False)
+            ray.init(address=run.placement.ray, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise KprofInputError("--ray", f"cannot reach a Ray cluster at {run.ray!r}: {e}") from None
-    task = ray.remote(num_cpus=1, num_gpus=0 if run.device == "cpu" else 1, max_retries=0)(run_case_in_copy)
+            raise KprofInputError("--ray", f"cannot reach a Ray cluster at {run.placement.ray!r}: {e}") from None
+    task = ray.remote(num_cpus=1, num_gpus=0 if run.placement.device == "cpu" else 1, max_retries=0)(run_case_in_copy)
     meta = _unmeasured(folder)
     pending = {task.remote(meta, i, case_files(folder.root, i)): i for i in folder.unfinished_cases(run)}
     try:
@@ -109,7 +109,9 @@ def execute_ray(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             ready, _ = ray.wait(list(pending), num_returns=1)
             index = pending.pop(ready[0])
             result = ray.get(ready[0])
-            store_result(folder, index, result, lambda info: run_timer_label(run.timer_mode, _events_label(run), info))
+            store_result(
+                folder, index, result, lambda info: run_timer_label(run.protocol.timer_mode, _events_label(run), info)
+            )
             for event in result["events"]:
                 on_event(event)
     except BaseException:
@@ -122,4 +124,4 @@ def _events_label(run: Any) -> str:
     from kprof.timer.cuda import CUDA_LABEL
     from kprof.timer.host import HOST_LABEL
 
-    return HOST_LABEL if run.device == "cpu" else CUDA_LABEL
+    return HOST_LABEL if run.placement.device == "cpu" else CUDA_LABEL

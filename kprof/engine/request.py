@@ -20,7 +20,7 @@ from kprof.engine.options import RunRequest, check_options
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
 from kprof.events import Event, Note
-from kprof.run_model import CaseRecord, FeatureRecord, Leg, Run
+from kprof.run_model import CaseRecord, FeatureRecord, Leg, Placement, Protocol, Run
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
 
@@ -157,17 +157,17 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         design=design,
         sweep=sweep,
         legs=legs,
-        rounds=req.rounds,
-        samples=req.samples,
-        buffer_sets=req.buffer_sets,
-        buffers=req.buffers,
-        processes=processes,
-        timer_mode=req.timer_mode,
-        captures=req.captures,
-        gpus=gpus,
-        ray=req.ray,
+        protocol=Protocol(
+            rounds=req.rounds,
+            samples=req.samples,
+            buffer_sets=req.buffer_sets,
+            buffers=req.buffers,
+            processes=processes,
+            timer_mode=req.timer_mode,
+            captures=req.captures,
+        ),
+        placement=Placement(device=device, gpus=gpus, ray=req.ray),
         seed=req.seed,
-        device=device,
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),
         threshold_pct=req.threshold_pct,
         collector=req.collector,

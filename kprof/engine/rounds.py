@@ -39,7 +39,7 @@ def clock_sagged(conditions: dict[str, Any], clocks: list[float]) -> bool:
 def orders_of(ctx: CaseContext, captured: Captured) -> dict[int, list[int]]:
     """Leg order (indices into ``captured.timed``) for this process's rounds, from one balanced
     design over all of the case's rounds (one burn-in round per process)."""
-    total = ctx.run.rounds + ctx.run.processes
+    total = ctx.run.protocol.rounds + ctx.run.protocol.processes
     orders = round_orders(len(captured.timed), total, ctx.run.seed + ctx.case_index)
     return {r: orders[r] for r in ctx.part.rounds}
 
@@ -171,7 +171,7 @@ class LocalLegs:
     def start_round(self, items: list[Item], r: int) -> None:
         assert self.ctx.timer is not None
         self.ctx.at("round", str(r))
-        if self.ctx.run.captures == "per-round":
+        if self.ctx.run.protocol.captures == "per-round":
             self.ctx.timer.recapture(capture_order(items, self.ctx.run.seed, self.ctx.case_index, r))
 
     def time_round(self, items: list[Item], samples: int) -> dict[Item, list[float]]:
@@ -217,7 +217,7 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
         case=ctx.case.name,
         samples=captured.samples,
         rounds={r: round_items(ctx, captured, order, r) for r, order in orders_of(ctx, captured).items()},
-        last_round=ctx.run.rounds + ctx.run.processes - 1,
+        last_round=ctx.run.protocol.rounds + ctx.run.protocol.processes - 1,
         burn_in=ctx.part.burn_in,
         process=ctx.part_index,
     )

@@ -20,13 +20,13 @@ def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None],
     ``--gpus`` one thread per GPU, each GPU taking the next case as it frees up (a case pinned to a
     GPU by --aa-across-gpus waits for that one). Ctrl-C stops every GPU's processes."""
     live = Workers()
-    if len(run.gpus) <= 1:
+    if len(run.placement.gpus) <= 1:
         for index in pending:
-            run_one(index, run.gpus[0] if run.gpus else None, on_event, live)
+            run_one(index, run.placement.gpus[0] if run.placement.gpus else None, on_event, live)
         return
     lock = threading.Lock()
     queue = deque(i for i in pending if run.cases[i].gpu is None)  # any free GPU takes these
-    own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in run.gpus}  # pinned ones
+    own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in run.placement.gpus}  # pinned ones
 
     def events(event: Event) -> None:  # one display, fed from every GPU's thread
         with lock:
@@ -41,8 +41,8 @@ def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None],
                 index = mine.popleft()
             run_one(index, gpu, events, live)
 
-    with ThreadPoolExecutor(len(run.gpus)) as pool:
-        futures = [pool.submit(drain, gpu) for gpu in run.gpus]
+    with ThreadPoolExecutor(len(run.placement.gpus)) as pool:
+        futures = [pool.submit(drain, gpu) for gpu in run.placement.gpus]
         try:
             for f in futures:
                 f.result()

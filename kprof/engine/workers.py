@@ -38,7 +38,9 @@ def execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     pending = folder.unfinished_cases(run)
 
     def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
-        run_case_workers(folder, index, pinned_env(worker_env(run.device), gpu, run.device), events, live)
+        run_case_workers(
+            folder, index, pinned_env(worker_env(run.placement.device), gpu, run.placement.device), events, live
+        )
 
     shard_cases(run, pending, on_event, one)
 
@@ -59,7 +61,7 @@ def run_case_workers(
         folder.update_case(case, status="", reason="")
     skip = sorted(status.crashed_legs)
     finished = set(folder.finished_rounds(index))
-    parts = case_parts(run.rounds, run.buffer_sets, run.processes)
+    parts = case_parts(run.protocol.rounds, run.protocol.buffer_sets, run.protocol.processes)
     pending = [p.index for p in parts if set(p.rounds) - finished] or [parts[-1].index]  # the last marks it done
     for part in pending:
         if not _run_part(folder, index, part, skip, env, on_event, live, baseline, case):

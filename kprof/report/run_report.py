@@ -69,8 +69,10 @@ def _same_rounds(s: CaseSummary) -> str:
 
 def header(run: Run, what: str = "") -> str:
     # graphs captured once per run keep each capture's own offset as a bias of its leg: say so
-    once = " · graphs captured once per run" if run.device != "cpu" and run.captures == "once" else ""
-    where = f"preset {run.preset} · {run.device} {run.dtype}"
+    once = (
+        " · graphs captured once per run" if run.placement.device != "cpu" and run.protocol.captures == "once" else ""
+    )
+    where = f"preset {run.preset} · {run.placement.device} {run.dtype}"
     return f"{run.workload_name}{what} · {where} · timer: {run.timer_label}{once}"
 
 
@@ -100,7 +102,7 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     columns += [Column("% copy (unique)")] if bw else []
     columns += [Column("effect [95% CI]"), Column("verdict", "left")]
     gpu = run.status(case).extra.get("gpu")
-    where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.gpus) > 1 else ""
+    where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
     for _, r in rows.iterrows():
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
@@ -111,7 +113,7 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
         table.notes.append(summary_line(summary))
         if summary.placements and "placement_pct" in rows:
             spread = rows["placement_pct"].fillna(0.0)
-            table.notes.append(placement_line(summary.placements, spread, run.processes))
+            table.notes.append(placement_line(summary.placements, spread, run.protocol.processes))
     return table
 
 
@@ -333,10 +335,10 @@ def to_json(report: RunReport) -> dict[str, Any]:
     run = report.run
     return {
         "timer": run.timer_label,
-        "captures": run.captures,
-        "processes": run.processes,
+        "captures": run.protocol.captures,
+        "processes": run.protocol.processes,
         "workload": run.workload_name,
-        "device": run.device,
+        "device": run.placement.device,
         "legs": records(report.effects),
         "aa": aa_records(report.summaries),
         "kernels": records(report.kernel_effects),

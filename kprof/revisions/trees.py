@@ -142,7 +142,7 @@ def revision_env(run: Run, key: str) -> dict[str, str]:
     """The environment of a process that runs a revision's code: its own Triton cache (two
     revisions of one kernel must never share compiled binaries), the interpreter on a CPU."""
     env = dict(os.environ)
-    if run.device == "cpu":
+    if run.placement.device == "cpu":
         # One thread each: idle OpenMP threads of one host spin and slow the host timed next.
         env.update(TRITON_INTERPRET="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     tree = run.revisions[key].path

@@ -289,7 +289,7 @@ class RunFolder:
     def unfinished_cases(self, run: Run) -> list[int]:
         """The cases a run (or its resume) still has to time: not done, or done with a round whose
         part does not read back."""
-        every = set(range(run.rounds + run.processes))  # each process's burn-in round and its share
+        every = set(range(run.protocol.rounds + run.protocol.processes))  # each process's burn-in round and its share
         finished = self._finished_parts()  # read once for every case
         return [
             i
