@@ -18,14 +18,17 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
     ``paths`` (``--paths``) and ``left_out`` (the range's commits they left out); whole programs
     add ``step_pattern`` (``--steps``) and ``metric`` (``--metric``). Version 2 folders read as they
     are: every new key has a default that means what those runs did (a benchmark inside each tree).
-  4 (kprof 0.3, session 2026-12-04): each case's status is its own file (``status/cNNN.json``,
-    kprof.store.run_folder), so ``case_status`` in meta.json is empty; meta.json is written and read
-    by msgspec, types checked (a string where a number belongs is an error naming the field). A
-    folder of versions 1–3 is migrated on read (:func:`migrate`): its statuses stay in meta.json;
-    what it lacks gets the value those runs had, said here once: ``timer_mode`` events and
-    ``captures`` once (folders from before those choices), ``workload_name`` its workload; a null
-    where a value is required reads as the field's default. Older kprof refuses a version 4 folder
-    (it would miss the statuses).
+  4 (kprof 0.3, session 2026-12-04): ``protocol`` (rounds, samples, buffer_sets, buffers,
+    processes, timer_mode, captures) and ``placement`` (device, gpus, ray) are objects of their own;
+    meta.json is written once, when the run is made, and read by msgspec, types checked (a string
+    where a number belongs is an error naming the field). Each case's status is its own file
+    (``status/cNNN.json``), so ``case_status`` in meta.json is empty, and what the run finds out
+    while it runs is ``state.json`` (:class:`RunState`). A folder of versions 1–3 is migrated on read
+    (:func:`migrate`): its flat keys are grouped, its statuses stay in meta.json, and what it lacks
+    gets the value those runs had, said here once: ``timer_mode`` events and ``captures`` once
+    (folders from before those choices), ``workload_name`` its workload; a null where a value is
+    required reads as the field's default. Older kprof refuses a version 4 folder (it would miss
+    the statuses).
 """
 
 from __future__ import annotations

@@ -39,7 +39,6 @@ from kprof.engine.host_messages import (
     decode_reply,
     encode,
 )
-from kprof.engine.leg_host import outputs_path
 from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.rounds import RoundPlan, timed_rounds
 from kprof.engine.schedule import round_orders
@@ -50,7 +49,7 @@ from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run
-from kprof.store.layout import host_log
+from kprof.store.layout import host_log, outputs_file
 from kprof.store.run_folder import RunFolder
 from kprof.timer.kernel_time import KERNEL_TIME_LABEL, wants_kernel_time
 
@@ -260,7 +259,7 @@ class HostedCase:
                     break
         # The saved outputs served this comparison alone (a race check compares within a host):
         # a large state per leg and buffer set is not kept in the run folder.
-        case_outputs = outputs_path(self.folder, self.case_index, "", 0).parent
+        case_outputs = outputs_file(self.folder.root, self.case_index, "", 0).parent
         shutil.rmtree(case_outputs, ignore_errors=True)
         with contextlib.suppress(OSError):  # the folder of every case's outputs, once none is left
             case_outputs.parent.rmdir()
@@ -270,7 +269,7 @@ class HostedCase:
         return changed
 
     def _saved(self, leg: str, k: int) -> dict[str, Any]:
-        return _load(outputs_path(self.folder, self.case_index, leg, k))
+        return _load(outputs_file(self.folder.root, self.case_index, leg, k))
 
     def rounds(self, timed: list[Leg], samples: int) -> None:
         """Interleaved timed rounds (kprof.engine.rounds), one leg at a time from its host; round 0

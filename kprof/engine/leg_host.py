@@ -80,11 +80,6 @@ def bundled_package(tree: Path, family: str) -> str:
     )
 
 
-def outputs_path(folder: RunFolder, case_index: int, leg: str, k: int) -> Path:
-    """Where a leg's gate outputs on buffer set k are saved for the cross-revision comparison."""
-    return outputs_file(folder.root, case_index, leg, k)
-
-
 def save(tensors: dict[str, Any], path: Path) -> None:
     import torch
 
@@ -131,7 +126,7 @@ class LegHost:
         launches: dict[str, list[dict[str, Any]]] = {}
         for k, state in ctx.states.items():
             if cmd.reference and k == 0:
-                save(w.reference(state), outputs_path(ctx.folder, ctx.case_index, "reference", 0))
+                save(w.reference(state), outputs_file(ctx.folder.root, ctx.case_index, "reference", 0))
             for li, leg in enumerate(ctx.legs):
                 if leg.name in failed:
                     continue
@@ -149,7 +144,7 @@ class LegHost:
                     launches[leg.name] = [x.record() for x in seen]
                 outs = {n: t.clone() for n, t in w.outputs(state).items()}
                 self.own_outputs[(li, k)] = outs
-                save(outs, outputs_path(ctx.folder, ctx.case_index, leg.name, k))
+                save(outs, outputs_file(ctx.folder.root, ctx.case_index, leg.name, k))
                 self.fns[(li, k)] = fn
         return Gated(failed=failed, launches=launches, sets=len(ctx.states))
 

@@ -19,14 +19,14 @@ def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None],
     """``run_one(index, gpu, on_event, live)`` for every pending case: one after another, or with
     ``--gpus`` one thread per GPU, each GPU taking the next case as it frees up (a case pinned to a
     GPU by --aa-across-gpus waits for that one). Ctrl-C stops every GPU's processes."""
-    live = Workers()
-    if len(run.placement.gpus) <= 1:
+    live, gpus = Workers(), run.placement.gpus
+    if len(gpus) <= 1:
         for index in pending:
-            run_one(index, run.placement.gpus[0] if run.placement.gpus else None, on_event, live)
+            run_one(index, gpus[0] if gpus else None, on_event, live)
         return
     lock = threading.Lock()
     queue = deque(i for i in pending if run.cases[i].gpu is None)  # any free GPU takes these
-    own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in run.placement.gpus}  # pinned ones
+    own = {gpu: deque(i for i in pending if run.cases[i].gpu == gpu) for gpu in gpus}  # pinned ones
 
     def events(event: Event) -> None:  # one display, fed from every GPU's thread
         with lock:
@@ -41,8 +41,8 @@ def shard_cases(run: Run, pending: list[int], on_event: Callable[[Event], None],
                 index = mine.popleft()
             run_one(index, gpu, events, live)
 
-    with ThreadPoolExecutor(len(run.placement.gpus)) as pool:
-        futures = [pool.submit(drain, gpu) for gpu in run.placement.gpus]
+    with ThreadPoolExecutor(len(gpus)) as pool:
+        futures = [pool.submit(drain, gpu) for gpu in gpus]
         try:
             for f in futures:
                 f.result()

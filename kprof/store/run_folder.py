@@ -1,10 +1,11 @@
 """A run folder: ``meta.json`` (the typed :class:`~kprof.run_model.Run`), one status file per case,
 and parquet parts (the names: kprof.store.layout).
 
-meta.json holds what was asked for and run-wide measurements; a case's status (how far it got,
-legs refused, worker deaths) is ``status/cNNN.json``, written by whoever runs that case, so a case
-never rewrites the run's description. Folders written before the status files keep the statuses
-inside meta.json; they read the same, and a status written later goes to its file.
+meta.json holds what was asked for and is written once, when the run is made; a case's status
+(how far it got, legs refused, worker deaths) is ``status/cNNN.json``, written by whoever runs that
+case, and what the run finds out while it runs (each GPU's measurements, revisions refused) is
+``state.json``. Folders written before the status files keep the statuses inside meta.json; they
+read the same, and a status written later goes to its file.
 
 Parts are written one per (table, case, round) as the run goes (``samples/c000-r0003.parquet``),
 so an interrupted run keeps every finished round and ``--resume`` continues after the last one.
