@@ -78,6 +78,7 @@ OutputOption = Annotated[
     ),
 ]
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv"}
+HTML_TOO = {**SUFFIX_FORMATS, ".html": "html"}  # attribute also writes its page
 
 
 def _write(doc: Any, fmt: Any, output: Path | None = None) -> None:
@@ -89,17 +90,27 @@ def _write(doc: Any, fmt: Any, output: Path | None = None) -> None:
     sys.stdout.write(render(doc, fmt.value, output_console()))
 
 
-def _write_output(output: Path, rendered: Callable[[str], str], formats: dict[str, str] = SUFFIX_FORMATS) -> None:
-    """``rendered(format)`` into ``output``, atomically; never into a folder kprof keeps data in."""
-    from kprof.store.atomic import write_text
+def _output_kind(output: Path | None, formats: dict[str, str] = SUFFIX_FORMATS) -> str:
+    """The format ``output``'s suffix names, or a one-line error: checked before a run starts, and
+    again when it is written (never into a folder kprof keeps data in)."""
     from kprof.store.layout import is_run_folder
 
+    if output is None:
+        return ""
     if output.is_dir() or any(is_run_folder(folder) for folder in (output.parent, *output.parent.parents)):
         raise KprofInputError("--output", f"{output}: is a folder or lies in a kprof folder, which it would change")
     kind = formats.get(output.suffix.lower())
     if kind is None:
         names = ", ".join(sorted(formats))
         raise KprofInputError("--output", f"{output}: name a file ending in {names} (its format)")
+    return kind
+
+
+def _write_output(output: Path, rendered: Callable[[str], str], formats: dict[str, str] = SUFFIX_FORMATS) -> None:
+    """``rendered(format)`` into ``output``, atomically."""
+    from kprof.store.atomic import write_text
+
+    kind = _output_kind(output, formats)
     text = rendered(kind)
     if not text:
         raise KprofInputError("--output", f"{output}: this result has no table to write as {kind}")
@@ -347,6 +358,7 @@ def run(
     environments; store every sample."""
     from kprof.engine.options import RunRequest, program_and_workload
 
+    _output_kind(output)  # a file the result cannot go to is said before anything runs
     fields = request_fields(options)
     workload, program = program_and_workload(workload, ctx.args, fields["legs"])
     if resume:
@@ -418,6 +430,7 @@ def calibrate(
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
     from kprof.engine.options import RunRequest
 
+    _output_kind(output)
     fields = request_fields(options)
     fields["plants"] = _floats(fields["plants"], "--plant")
     if not fields["plants"]:
@@ -457,6 +470,7 @@ def attribute_command(
     from kprof.engine.options import RunRequest
     from kprof.store.layout import is_run_folder
 
+    _output_kind(output, HTML_TOO)  # before a workload is run for it
     root = Path(subject)
     if not is_run_folder(root):
         if root.is_dir() or (root.suffix != ".py" and "/" in subject):
@@ -479,8 +493,7 @@ def attribute_command(
     if output is not None:
         from kprof.report.table import render
 
-        html_too = {**SUFFIX_FORMATS, ".html": "html"}
-        _write_output(output, lambda kind: render_html(result) if kind == "html" else render(doc, kind), html_too)
+        _write_output(output, lambda kind: render_html(result) if kind == "html" else render(doc, kind), HTML_TOO)
     if fmt.value == "html":
         sys.stdout.write(render_html(result))
     else:

@@ -218,3 +218,13 @@ def test_output_refuses_what_it_cannot_write_or_must_not_touch(tmp_path: Path) -
         res = runner.invoke(app, ["report", str(stored), "-o", str(target)])
         assert res.exit_code == 2 and words in res.stderr and res.stderr.count("\n") == 1, res.output
     assert not (stored / "notes.md").exists()
+
+
+def test_an_output_the_result_cannot_go_to_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """A run takes minutes to hours: -o's suffix and place are checked before it starts."""
+    for command in (["run", "paged_decode"], ["calibrate"], ["attribute", "paged_decode"]):
+        out = tmp_path / command[0]
+        args = [*command, "--device", "cpu", "--out", str(out), "-o", str(tmp_path / "result.txt")]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and "name a file ending in" in res.stderr, res.output
+        assert not out.exists()  # no run folder was made: nothing ran
