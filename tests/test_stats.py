@@ -183,6 +183,37 @@ def test_the_resolvable_effect_is_called_80_percent_of_the_time(rounds: int, thr
     assert 0.77 <= np.mean(called) <= 0.83
 
 
+def test_the_resolvable_effect_counts_the_placement_test_of_clean_legs() -> None:
+    """Brute force with four buffer sets and no true spread: a run adds the placement term where a
+    leg's F-test gives p < 0.2 (one clean leg in five), so the printed figure must count those
+    draws too; computed for the rounds-only interval it was called 69–73% of the time, not 80%."""
+    rounds, k = 16, 4
+    widening = S.Widening.of(0.0, k)
+    delta = S.minimum_detectable_effect(1.0, rounds, 0.0, widening=widening)
+    assert delta > S.minimum_detectable_effect(1.0, rounds)
+    sets = np.arange(rounds) % k
+    called = []
+    for d in delta + np.random.default_rng(7).standard_normal((1500, rounds)):
+        spread = S.counted_spreads({"x": S.placement_spread(d, sets)})["x"]
+        effect = S.with_placement(S.estimate(d), spread, k)
+        called.append(effect.low > 0)
+    assert 0.77 <= np.mean(called) <= 0.83
+
+
+def test_the_rounds_for_same_count_the_placement_test_of_clean_legs() -> None:
+    """The same for the footer's rounds at which a leg with no effect reads SAME 80% of the time."""
+    k, threshold = 4, 1.0
+    rounds = S.rounds_for_same(1.0, threshold, widening=S.Widening.of(0.0, k))
+    assert rounds is not None and rounds > S.rounds_for_same(1.0, threshold)
+    sets = np.arange(rounds) % k
+    same = []
+    for d in np.random.default_rng(8).standard_normal((1500, rounds)):
+        spread = S.counted_spreads({"x": S.placement_spread(d, sets)})["x"]
+        effect = S.with_placement(S.estimate(d), spread, k)
+        same.append(-threshold < effect.low and effect.high < threshold)
+    assert 0.77 <= np.mean(same) <= 0.86
+
+
 def test_fewest_rounds_for_a_verdict() -> None:
     assert S.fewest_rounds() == 6  # 2/2^6 = 0.031 ≤ 0.05
     assert S.fewest_rounds(8) == 9  # a lone value in a sweep of 8: 2/2^9 ≤ 0.05/8 < 2/2^8

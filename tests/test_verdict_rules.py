@@ -22,7 +22,7 @@ def test_the_printed_resolvable_effect_is_found_as_often_as_promised() -> None:
     BH, did so 40% of the time)."""
     out = sim.scenario_mde(NOISY, 16, 0.5, 120, np.random.default_rng(1))
     assert out["printed_mde_pct"] > 0.5  # the noise, not the threshold, sets it here
-    assert 0.68 <= out["faster_rate_quoted"] <= 0.92
+    assert 0.74 <= out["faster_rate_quoted"] <= 0.92  # 0.87 here; 1,000 runs: 0.83 (0.73 unmodelled)
 
 
 def test_same_means_within_the_users_threshold() -> None:
@@ -290,9 +290,10 @@ def test_the_printed_rounds_for_same_deliver_it() -> None:
 def test_the_printed_resolvable_effect_counts_the_placement_spread() -> None:
     """With a 0.3% spread between buffer sets the printed resolvable effect was found 36–47% of the
     time (it was computed for the rounds-only interval); computed for the interval printed, with the
-    placement term and the shift the sets add to the estimate, about 67% (still short of 80%)."""
+    placement term, the shift the sets add to the estimate and the F-test that decides where the
+    term is added, about 73% here (1,000 noisy runs: 76%)."""
     out = sim.scenario_mde(QUIET, 16, 0.5, 120, np.random.default_rng(1), placement_sigma=0.003)
-    assert out["faster_rate_quoted"] >= 0.55  # the rounds-only figure: 0.59% printed, found 36% here
+    assert out["faster_rate_quoted"] >= 0.65  # the rounds-only figure: 0.59% printed, found 36% here
 
 
 def test_widening_raises_the_resolvable_effect_and_the_rounds_for_same() -> None:

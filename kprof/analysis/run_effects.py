@@ -170,6 +170,7 @@ class _CaseTerms:
     bias: float
     aa_placement: float
     aa: S.Effect | None
+    case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
 
 
 def _case_terms(
@@ -185,7 +186,8 @@ def _case_terms(
     set_of_round = sets.reindex(d_all.index).to_numpy() if sets is not None else None
     declared = [leg.name for leg in legs if leg.name in logs.columns]
     compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
-    sigma_p = placement_spreads(d_all[compared], set_of_round)
+    tested = tested_spreads(d_all[compared], set_of_round)
+    sigma_p = S.counted_spreads(tested) if tested else dict.fromkeys(compared, 0.0)
     quantum = timer_quantum(samples)
     ticks = tick_bounds(samples, quantum)
     tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
@@ -209,6 +211,7 @@ def _case_terms(
         bias=bias,
         aa_placement=aa_placement,
         aa=aa,
+        case_wide=S.case_wide(tested),
     )
 
 
@@ -216,7 +219,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     """The A/A gate and the resolution of a case: the resolvable effect and the rounds for SAME of
     the interval a leg like the A/A prints."""
     n = len(t.d_all)
-    widening = S.Widening.of(t.aa_placement, t.n_placements, t.bias + t.tick_of.get(aa_leg or "", 0.0))
+    widening = S.Widening.of(t.aa_placement, t.n_placements, t.bias + t.tick_of.get(aa_leg or "", 0.0), t.case_wide)
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     return CaseSummary(
@@ -356,10 +359,16 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
 def placement_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, float]:
     """Each leg's (or quantity's) spread between buffer sets (log units) as folded into its
     interval (``stats.counted_spreads``); 0 for each when the rounds did not rotate placements."""
-    columns = dict(d.items())
+    return S.counted_spreads(tested_spreads(d, set_of_round)) if set_of_round is not None else dict.fromkeys(d, 0.0)
+
+
+def tested_spreads(
+    d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None
+) -> dict[Any, tuple[float, float]]:
+    """Each column's spread between buffer sets and the F-test's p (``stats.placement_spread``)."""
     if set_of_round is None:
-        return dict.fromkeys(columns, 0.0)
-    return S.counted_spreads({k: S.placement_spread(v.to_numpy(), set_of_round) for k, v in columns.items()})
+        return {}
+    return {k: S.placement_spread(v.to_numpy(), set_of_round) for k, v in d.items()}
 
 
 def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.DataFrame:

@@ -161,44 +161,70 @@ POWER_DRAWS = 2000
 
 @dataclass(frozen=True)
 class Widening:
-    """What a case adds to every leg's rounds-only interval (log units): the placement part's
-    half-width ``w`` (added in quadrature) and the SD ``shift`` it adds to the estimate (where these
-    few buffer sets happen to lie), and a ``bound`` added to each side (A/A bias, timer rounding).
-    The resolvable effect and the rounds needed are computed for the interval actually printed."""
+    """What a case adds to a leg's rounds-only interval, as the power figures model it: the spread
+    between its ``placements`` buffer sets taken as true (``sigma_p``, log units; the A/A's), whether
+    the case counts every leg's spread (``case_wide``: the term is then always added, else only where
+    the leg's own F-test finds it, as :func:`counted_spreads` does), and a ``bound`` added to each
+    side (A/A bias, timer rounding). Each power draw estimates and tests the spread from its own
+    rounds, so the resolvable effect and the rounds for SAME are those of the interval printed:
+    computed with the placement term added only where the true spread lies, they promised 80% and
+    delivered 69–73% (the test adds the term by chance to one clean leg in five)."""
 
-    w: float = 0.0
-    shift: float = 0.0
+    sigma_p: float = 0.0
+    placements: int = 0
     bound: float = 0.0
+    case_wide: bool = False
 
     @classmethod
-    def of(cls, sigma_p: float, placements: int, bound: float = 0.0, alpha: float = ALPHA) -> Widening:
-        if sigma_p <= 0 or placements < 2:
-            return cls(0.0, 0.0, bound)
-        return cls(placement_half_width(sigma_p, placements, alpha), sigma_p / math.sqrt(placements), bound)
+    def of(cls, sigma_p: float, placements: int, bound: float = 0.0, case_wide: bool = False) -> Widening:
+        return cls(max(sigma_p, 0.0), placements, bound, case_wide)
 
 
-@lru_cache(maxsize=64)
-def _standard_hodges_lehmann(n: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Hodges–Lehmann estimates and exact interval ends of POWER_DRAWS seeded standard-normal samples
-    of size n, with a standard normal per draw for the placement shift. The first three are shift-
-    and scale-equivariant, so for d = δ + σ·z they are δ + σ·(these). Kept in kprof's cache folder:
-    a report asks for up to 59 sizes (1.7 s to draw on two cores, milliseconds to read back)."""
-    name = f"hodges-lehmann-n{n}-alpha{alpha}-draws{POWER_DRAWS}-numpy{np.__version__}"
-    est, low, high, u = cached_array(name, (4, POWER_DRAWS), lambda: np.stack(_draw_hodges_lehmann(n, alpha)))
-    return est, low, high, u
+@dataclass(frozen=True)
+class _Draws:
+    """POWER_DRAWS standard-normal samples of n rounds, round r in buffer set r mod K: their
+    Hodges–Lehmann estimates and exact interval ends (shift- and scale-equivariant, so for rounds
+    δ + σ·z they are δ + σ·these), each set's mean of z, the within-set mean square of z, and a
+    standard normal per set for where its buffers lie."""
+
+    est: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    within: np.ndarray  # (draws,)
+    set_means: np.ndarray  # (draws, K)
+    placed: np.ndarray  # (draws, K)
+    sizes: np.ndarray  # rounds per set (K,)
 
 
-def _draw_hodges_lehmann(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _set_sizes(n: int, placements: int) -> np.ndarray:
+    return np.bincount(np.arange(n) % max(placements, 1), minlength=max(placements, 1))
+
+
+@lru_cache(maxsize=128)
+def _power_draws(n: int, placements: int, alpha: float = ALPHA) -> _Draws:
+    """The draws for n rounds over K placements: exact up to EXACT_POWER_ROUNDS (kept in kprof's
+    cache folder: a report asks for up to 59 sizes, 1.7 s to draw on two cores, milliseconds to
+    read back), a normal approximation of the same beyond."""
+    k = max(placements, 1)
+    sizes = _set_sizes(n, k)
+    if n > EXACT_POWER_ROUNDS:
+        return _normal_draws(n, k, sizes, alpha)
+    name = f"power-draws-n{n}-k{k}-alpha{alpha}-draws{POWER_DRAWS}-numpy{np.__version__}"
+    rows = cached_array(name, (4 + 2 * k, POWER_DRAWS), lambda: _exact_draws(n, k, alpha))
+    return _Draws(rows[0], rows[1], rows[2], rows[3], rows[4 : 4 + k].T, rows[4 + k :].T, sizes)
+
+
+def _exact_draws(n: int, k: int, alpha: float) -> np.ndarray:
     rng = np.random.default_rng(n)
     z = rng.standard_normal((POWER_DRAWS, n))
     m = n * (n + 1) // 2
     # Walsh averages built a diagonal at a time (contiguous slices, not a fancy index) and sorted in
-    # place: the same values as walsh_averages, in half the time (a report computes up to 59 sizes).
+    # place: the same values as walsh_averages, in half the time.
     w = np.empty((POWER_DRAWS, m))
     at = 0
-    for k in range(n):
-        np.add(z[:, : n - k], z[:, k:], out=w[:, at : at + n - k])
-        at += n - k
+    for i in range(n):
+        np.add(z[:, : n - i], z[:, i:], out=w[:, at : at + n - i])
+        at += n - i
     w *= 0.5
     w.sort(axis=1)
     c = walsh_index(n, alpha)
@@ -206,7 +232,49 @@ def _draw_hodges_lehmann(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, 
     low = w[:, c - 1].copy() if c else np.full(POWER_DRAWS, -math.inf)
     high = w[:, m - c].copy() if c else np.full(POWER_DRAWS, math.inf)
     median = w[:, [(m - 1) // 2, m // 2]].mean(axis=1)  # the rows are sorted: no second partition
-    return median, low, high, rng.standard_normal(POWER_DRAWS)
+    sets = np.arange(n) % k
+    means = np.stack([z[:, sets == j].sum(axis=1) for j in range(k)], axis=1) / np.maximum(_set_sizes(n, k), 1)
+    within = ((z - means[:, sets]) ** 2).sum(axis=1) / max(n - k, 1)
+    return np.vstack([median, low, high, within, means.T, rng.standard_normal((k, POWER_DRAWS))])
+
+
+def _normal_draws(n: int, k: int, sizes: np.ndarray, alpha: float) -> _Draws:
+    """Beyond EXACT_POWER_ROUNDS: set means normal, the within-set mean square χ², the estimate
+    their mean and the interval t·1.02/√n about it (the Hodges–Lehmann estimate's efficiency)."""
+    rng = np.random.default_rng(n * 1000 + k)
+    means = rng.standard_normal((POWER_DRAWS, k)) / np.sqrt(sizes)
+    est = 1.02 * (means @ sizes) / n
+    half = t_quantile(1 - alpha / 2, n - 1) * 1.02 / math.sqrt(n)
+    within = rng.chisquare(max(n - k, 1), POWER_DRAWS) / max(n - k, 1)
+    return _Draws(est, est - half, est + half, within, means, rng.standard_normal((POWER_DRAWS, k)), sizes)
+
+
+def _modelled_rounds(sigma: float, n: int, widening: Widening, alpha: float) -> tuple[np.ndarray, ...]:
+    """Per draw, for rounds of SD σ with no effect: the estimate, the distances from it to the
+    printed interval's low and high ends. Each draw's sets are placed (SD ``widening.sigma_p``), its
+    spread estimated and tested as a run's is, and the placement term added where a run would."""
+    k = widening.placements
+    draws = _power_draws(n, k, alpha)
+    if k < 2 or n <= k:
+        b = widening.bound
+        return sigma * draws.est, sigma * (draws.est - draws.low) + b, sigma * (draws.high - draws.est) + b
+    shifts = widening.sigma_p * draws.placed
+    means = sigma * draws.set_means + shifts
+    sizes = draws.sizes
+    grand = means @ sizes / n
+    ms_between = ((means - grand[:, None]) ** 2) @ sizes / (k - 1)
+    ms_within = sigma**2 * draws.within
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = special.fdtrc(k - 1, n - k, ms_between / ms_within)
+    counted = widening.case_wide | (np.nan_to_num(p, nan=1.0) < PLACEMENT_ALPHA)
+    spread = np.sqrt(np.maximum(0.0, (ms_between - ms_within) / sizes.mean()))
+    w = np.where(counted, placement_half_width(1.0, k, alpha) * spread, 0.0)
+    moved = sigma * draws.est + shifts @ sizes / n
+    return (
+        moved,
+        np.hypot(sigma * (draws.est - draws.low), w) + widening.bound,
+        np.hypot(sigma * (draws.high - draws.est), w) + widening.bound,
+    )
 
 
 def minimum_detectable_effect(
@@ -219,21 +287,13 @@ def minimum_detectable_effect(
 ) -> float:
     """Smallest true shift δ called FASTER (or SLOWER) with probability ``power`` under kprof's rule:
     the printed interval (the exact one, ``widening`` added) must exclude 0 and the estimate reach
-    ``threshold``. For normal rounds of SD σ, a draw's estimate is δ + σ·est + shift·u and its low
-    end that less hypot(σ·(est − low), w) and the bound: δ is the ``power`` quantile of what each
-    draw needs. Beyond EXACT_POWER_ROUNDS rounds a normal approximation of the same."""
-    if rounds < 2:
+    ``threshold``. For normal rounds of SD σ a draw's estimate is δ + m and its low end that less
+    its low distance (:func:`_modelled_rounds`): δ is the ``power`` quantile of what each draw needs."""
+    if rounds < 2 or walsh_index(min(rounds, EXACT_POWER_ROUNDS), alpha) == 0:
         return math.inf
-    if rounds <= EXACT_POWER_ROUNDS:
-        est, low, _, u = _standard_hodges_lehmann(rounds, alpha)
-        if not np.isfinite(low).all():
-            return math.inf
-        moved = sigma * est + widening.shift * u
-        needed = np.maximum(np.hypot(sigma * (est - low), widening.w) + widening.bound - moved, threshold - moved)
-        return float(np.quantile(needed, power))
-    s = 1.02 * sigma / math.sqrt(rounds)
-    half = math.hypot(t_quantile(1 - alpha / 2, rounds - 1) * s, widening.w) + widening.bound
-    return float(max(half, threshold) + special.ndtri(power) * math.hypot(s, widening.shift))
+    moved, below, _ = _modelled_rounds(sigma, rounds, widening, alpha)
+    needed = np.maximum(below - moved, threshold - moved)
+    return float(np.quantile(needed, power))
 
 
 def rounds_for_same(
@@ -242,14 +302,11 @@ def rounds_for_same(
     """Fewest rounds at which a leg with no effect is called SAME with probability ``power``: its
     printed interval lies inside ±threshold, so the run rules out any effect beyond it. None when no
     number of rounds up to EXACT_POWER_ROUNDS does (the widening alone reaches the threshold)."""
-    if threshold <= 0 or widening.w + widening.bound >= threshold:
-        return None  # every printed interval is at least 2·(w + bound) wide: none fits inside ±threshold
+    if threshold <= 0 or widening.bound >= threshold:
+        return None  # every printed interval is at least 2·bound wide: none fits inside ±threshold
     for rounds in range(fewest_rounds(), EXACT_POWER_ROUNDS + 1):
-        est, low, high, u = _standard_hodges_lehmann(rounds, alpha)
-        moved = sigma * est + widening.shift * u
-        lo = moved - np.hypot(sigma * (est - low), widening.w) - widening.bound
-        hi = moved + np.hypot(sigma * (high - est), widening.w) + widening.bound
-        if np.mean((lo > -threshold) & (hi < threshold)) >= power:
+        moved, below, above = _modelled_rounds(sigma, rounds, widening, alpha)
+        if np.mean((moved - below > -threshold) & (moved + above < threshold)) >= power:
             return rounds
     return None
 
@@ -295,10 +352,14 @@ def counted_spreads(spreads: dict[str, tuple[float, float]], alpha: float = ALPH
     of estimates inside the other run's rerun interval); counting every positive estimate widened
     clean legs too (the printed resolvable effect was then found 65% of the time). This rule: 91.8–94.5%
     and 92.9% (docs/benchmarks.md, "H200, session 9")."""
-    if not spreads:
-        return {}
-    case_wide = min(p for _, p in spreads.values()) * len(spreads) < alpha
-    return {leg: sigma if case_wide or p < PLACEMENT_ALPHA else 0.0 for leg, (sigma, p) in spreads.items()}
+    wide = case_wide(spreads, alpha)
+    return {leg: sigma if wide or p < PLACEMENT_ALPHA else 0.0 for leg, (sigma, p) in spreads.items()}
+
+
+def case_wide(spreads: dict[str, tuple[float, float]], alpha: float = ALPHA) -> bool:
+    """Whether some leg's spread (σ_p, p) is beyond doubt (Bonferroni over the case's legs at α), so
+    that every leg's spread is counted (:func:`counted_spreads`)."""
+    return bool(spreads) and min(p for _, p in spreads.values()) * len(spreads) < alpha
 
 
 def placement_half_width(sigma_p: float, placements: int, alpha: float = ALPHA) -> float:
@@ -307,8 +368,8 @@ def placement_half_width(sigma_p: float, placements: int, alpha: float = ALPHA) 
 
 
 def with_placement(effect: Effect, sigma_p: float, placements: int, alpha: float = ALPHA) -> Effect:
-    """The interval widened by the placement part: t(1−α/2, K−1)·σ_p/√K added in quadrature to each
-    side, so it covers the effect averaged over where buffers may lie, not only over these K."""
+    """The interval widened by the placement part (:func:`placement_half_width`) added in quadrature
+    to each side, so it covers the effect averaged over where buffers may lie, not only over these K."""
     if sigma_p <= 0 or placements < 2:
         return effect
     w = placement_half_width(sigma_p, placements, alpha)
