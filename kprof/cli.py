@@ -77,6 +77,23 @@ OutputOption = Annotated[
         "terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
     ),
 ]
+HideSameOption = Annotated[
+    bool, typer.Option("--hide-same", help="Leave SAME rows out of the tables (JSON and CSV keep every row).")
+]
+
+
+class SortOrder(str, Enum):
+    run = "run"
+    effect = "effect"
+    time = "time"
+
+
+SortOption = Annotated[
+    SortOrder,
+    typer.Option(
+        "--sort", help="Table rows in the run's order, by effect (largest gain first) or by time (slowest first)."
+    ),
+]
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv"}
 HTML_TOO = {**SUFFIX_FORMATS, ".html": "html"}  # attribute also writes its page
 
@@ -528,15 +545,18 @@ def compare_command(
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,
     output: OutputOption = None,
+    hide_same: HideSameOption = False,
+    sort: SortOption = SortOrder.run,
 ) -> None:
     """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
     have repetitions."""
     from kprof.commands.compare import compare, gate
     from kprof.report.compare_report import compare_document
+    from kprof.report.effects import View
 
     result = compare(a, b, threshold, steps, control)
     judged = gate(result, fail_on) if fail_on else None
-    _write(compare_document(result, top or None), fmt, output)
+    _write(compare_document(result, top or None, View(hide_same, sort.value)), fmt, output)
     if judged is not None and judged.broken:
         typer.echo(f"kprof: --fail-on {fail_on}: " + "; ".join(judged.broken), err=True)
         raise typer.Exit(GATE_BROKEN)
@@ -554,10 +574,13 @@ def report(
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
     ] = None,
+    hide_same: HideSameOption = False,
+    sort: SortOption = SortOrder.run,
 ) -> None:
     """Render a stored run (or bisect) again."""
     from kprof.analysis.run_analysis import analyse_run
     from kprof.bisect_model import Bisect
+    from kprof.report.effects import View
     from kprof.report.run_report import run_document
     from kprof.store.layout import BISECT_FILE
 
@@ -566,7 +589,7 @@ def report(
 
         _write(bisect_document(Bisect.load(run_dir)), fmt, output)
         return
-    _write(run_document(analyse_run(run_dir, threshold)), fmt, output)
+    _write(run_document(analyse_run(run_dir, threshold), View(hide_same, sort.value)), fmt, output)
 
 
 @app.command()

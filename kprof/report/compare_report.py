@@ -9,7 +9,7 @@ import pandas as pd
 
 from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, REPLICATES, Comparison
 from kprof.ingest.names import labelled
-from kprof.report.effects import effect_text
+from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_note, shown_rows
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
@@ -48,7 +48,7 @@ def note(c: Comparison) -> str:
     return text
 
 
-def _tables(c: Comparison, top: int | None) -> list[Table]:
+def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
     out = []
     left = ("case", "leg", "kernel", "kind", "metric")
     if len(c.legs):
@@ -56,7 +56,7 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
             "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
             [Column(h, "left" if h in left else "right") for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")],
         )
-        for _, r in c.legs.iterrows():
+        for _, r in shown_rows(c.legs, view).iterrows():
             is_control = r.get("role") == CONTROL
             ratio = c.control is not None and not is_control
             t.add(
@@ -67,6 +67,7 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
                 effect_text(r),
                 verdict_cell(r["verdict"], r["verdict"]),
             )
+        t.notes += [hidden] if (hidden := hidden_note(c.legs, view)) else []
         out.append(t)
     if len(c.kernels):
         per = "step" if c.replicates == "steps" else "call"
@@ -79,7 +80,7 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
                 for h in headers
             ],
         )
-        shown = labelled(c.kernels)
+        shown = shown_rows(labelled(c.kernels), view)
         for _, r in (shown.head(top) if top else shown).iterrows():
             t.add(
                 r["label"],
@@ -91,23 +92,25 @@ def _tables(c: Comparison, top: int | None) -> list[Table]:
                 effect_text(r),
                 verdict_cell(r["verdict"], r["verdict"]),
             )
-        if top and len(c.kernels) > top:
-            t.notes.append(f"… {len(c.kernels) - top} more kernels (--top to show more)")
+        if top and len(shown) > top:
+            t.notes.append(f"… {len(shown) - top} more kernels (--top to show more)")
+        t.notes += [hidden] if (hidden := hidden_note(c.kernels, view)) else []
         out.append(t)
     if len(c.steps):
         t = Table(
             "per step", [Column(h, "left" if h in left else "right") for h in ("metric", "A", "B", "B vs A", "verdict")]
         )
-        for _, r in c.steps.iterrows():
+        for _, r in shown_rows(c.steps, View(view.hide_same)).iterrows():
             t.add(r["metric"], _num(r["a"]), _num(r["b"]), effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
+        t.notes += [hidden] if (hidden := hidden_note(c.steps, view)) else []
         out.append(t)
     return out
 
 
-def compare_document(c: Comparison, top: int | None) -> Document:
+def compare_document(c: Comparison, top: int | None, view: View = EVERY_ROW) -> Document:
     doc = Document()
     doc.text(f"A = {c.a.label}; B = {c.b.label}. {note(c)}")
-    for t in _tables(c, top):
+    for t in _tables(c, top, view):
         doc.table(t)
     doc.data = {
         "a": c.a.label,

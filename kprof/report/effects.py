@@ -4,6 +4,7 @@ never prints two texts (run, report, attribute and compare each had their own)."
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -47,3 +48,51 @@ def ratio_text(effect_pct: float) -> str:
     if speedup <= 0:
         return ""
     return f" ({speedup:.3g}× faster)" if speedup >= 1 else f" ({1 / speedup:.3g}× slower)"
+
+
+@dataclass(frozen=True)
+class View:
+    """What a table of effects shows (``--hide-same``, ``--sort``); JSON and CSV keep every row in
+    the run's order."""
+
+    hide_same: bool = False
+    sort: str = "run"  # the run's own order; "effect": largest gain first; "time": slowest first
+
+
+EVERY_ROW = View()
+
+
+def shown_rows(rows: pd.DataFrame, view: View) -> pd.DataFrame:
+    """The rows a table shows; the reference row always stays on top."""
+    shown = rows[~rows["verdict"].eq("SAME")] if view.hide_same else rows
+    if view.sort == "run" or not len(shown):
+        return shown
+    column = {"effect": "effect_pct", "time": _time_column(shown)}[view.sort]
+    on_top = shown["verdict"].eq("REFERENCE")
+    ordered = shown[~on_top].sort_values(column, ascending=False, na_position="last", kind="stable")
+    return pd.concat([shown[on_top], ordered])
+
+
+def hidden_note(rows: pd.DataFrame, view: View) -> str | None:
+    """The line under a table that ``--hide-same`` thinned, so no reader takes it for the whole."""
+    hidden = int(rows["verdict"].eq("SAME").sum()) if view.hide_same else 0
+    return f"{hidden} SAME row(s) hidden (--hide-same)" if hidden else None
+
+
+def _time_column(rows: pd.DataFrame) -> str:
+    return "time_us" if "time_us" in rows else "b"  # a run's legs; compare's B side
+
+
+def best_leg_line(rows: pd.DataFrame, reference: str) -> str | None:
+    """The case in one line, as hyperfine and pyperf end theirs: the leg with the largest gain over
+    the reference, its interval and verdict (``all: +226.69% [+225.99, +227.24] (3.27× faster) than
+    baseline, FASTER``); A/A copies are not candidates. None when no leg is compared."""
+    copies = rows["roles"].map(lambda roles: "aa" in list(roles)) if "roles" in rows else False
+    compared = rows[rows["verdict"].isin(["FASTER", "SLOWER", "SAME", "UNRESOLVED", "BIASED"]) & ~copies]
+    compared = compared[compared["effect_pct"].notna()]
+    if not len(compared):
+        return None
+    faster = compared[compared["verdict"].eq("FASTER")]
+    best = (faster if len(faster) else compared).loc[lambda f: f["effect_pct"].idxmax()]
+    head = "fastest" if len(faster) else f"no leg is resolved faster than {reference}; largest estimate"
+    return f"{head}: {best['leg']}, {effect_text(best)} against {reference}, {best['verdict']}"

@@ -12,7 +12,7 @@ import pandas as pd
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
 from kprof.events import RESTARTED, death_sentence
-from kprof.report.effects import effect_text
+from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_note, shown_rows
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
 from kprof.run_model import Role, Run
@@ -95,7 +95,7 @@ def _pct_copy(row: pd.Series, run: Run) -> str:
     return f"{100 * row['gbps_unique'] / copy:.0f}%"
 
 
-def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | None) -> Table:
+def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | None, view: View) -> Table:
     bw = _bandwidth_columns(rows, run)
     columns = [Column("leg", "left", is_name=True), Column("µs (median)")]
     columns += [Column(f"GB/s {c.removeprefix('gbps_')}") for c in bw]
@@ -104,11 +104,16 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     gpu = run.status(case).extra.get("gpu")
     where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
-    for _, r in rows.iterrows():
+    for _, r in shown_rows(rows, view).iterrows():
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
         table.add(
             r["leg"], time_text(r["time_us"]), *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"])
         )
+    if hidden := hidden_note(rows, view):
+        table.notes.append(hidden)
+    reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
+    if len(reference) and (best := best_leg_line(rows, str(reference.iloc[0]))):
+        table.notes.append(best)
     if summary is not None:
         table.notes.append(summary_line(summary))
         if summary.placements and "placement_pct" in rows:
@@ -284,7 +289,7 @@ def _gpu_spread_table(spread: pd.DataFrame) -> Table:
     return table
 
 
-def run_document(report: RunReport) -> Document:
+def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
     run = report.run
     doc = Document()
     doc.text(header(run) + "; " + EFFECT_CONVENTION + ".", "bold")
@@ -296,7 +301,7 @@ def run_document(report: RunReport) -> Document:
     if copy and run.device_timed:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
     for case, rows in report.effects.groupby("case", sort=False):
-        doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case))))
+        doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case)), view))
     for line, style in status_lines(run):
         doc.text(line, style)
     for warning in report.warnings:
