@@ -56,7 +56,7 @@ def test_a_report_never_imports_scipy_stats(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert '"verdict"' in done.stdout
     # the report's seeded draws are now in the cache: a second report reads them back
-    assert len(list((tmp_path / "arrays").glob("hodges-lehmann-*.npy"))) > 5
+    assert len(list((tmp_path / "arrays").glob("power-draws-*.npy"))) > 5
 
 
 def test_cached_arrays_are_read_back_and_remade_when_damaged(tmp_path: Path, monkeypatch) -> None:
