@@ -47,10 +47,8 @@ def _formats(*names: str) -> Any:
     return Enum("Format", {n: n for n in names}, type=str)  # type: ignore[misc]
 
 
-TraceFormat = _formats("table", "md", "csv", "json")
-RunFormat = _formats("table", "md", "json")
-AttributeFormat = _formats("table", "md", "json", "html")
-CompareFormat = _formats("table", "md", "json", "csv")
+TableFormat = _formats("table", "md", "json", "csv")  # every command that prints a table
+AttributeFormat = _formats("table", "md", "json", "csv", "html")
 
 
 def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
@@ -104,7 +102,10 @@ def _write(doc: Any, fmt: Any, output: Path | None = None) -> None:
 
     if output is not None:
         _write_output(output, lambda kind: render(doc, kind))
-    sys.stdout.write(render(doc, fmt.value, output_console()))
+    text = render(doc, fmt.value, output_console())
+    if fmt.value == "csv" and not text:
+        raise KprofInputError("--format", "csv: this result has no table of rows (use md or json)")
+    sys.stdout.write(text)
 
 
 def _output_kind(output: Path | None, formats: dict[str, str] = SUFFIX_FORMATS) -> str:
@@ -189,8 +190,8 @@ def trace(
         typer.Option("--kernels", help="Only kernels whose name matches this regex (per-kernel table)."),
     ] = None,
     fmt: Annotated[
-        TraceFormat, typer.Option("--format", help="table, md (for a PR), csv (per-kernel), json.")
-    ] = TraceFormat.table,
+        TableFormat, typer.Option("--format", help="table, md (for a PR), csv (per-kernel), json.")
+    ] = TableFormat.table,
     output: OutputOption = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 20,
     save: Annotated[
@@ -234,7 +235,7 @@ def sql(
         str, typer.Argument(help="A DuckDB SELECT over the folder's tables, e.g. 'SELECT * FROM kernels'.")
     ],
     folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
-    fmt: Annotated[TraceFormat, typer.Option("--format", help="table, md, csv or json.")] = TraceFormat.table,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, csv or json.")] = TableFormat.table,
     output: OutputOption = None,
 ) -> None:
     """Read-only SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented
@@ -249,7 +250,7 @@ def sql(
 @app.command()
 @one_line_errors
 def kernels(
-    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
 ) -> None:
     """List the bundled workloads: features (levers), presets and sweepable parameters."""
@@ -366,7 +367,9 @@ def run(
     *,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/NAME-TIME).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
-    fmt: Annotated[RunFormat, typer.Option("--format", help="Summary format.")] = RunFormat.table,
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", help="Summary format: table, md, json or csv.")
+    ] = TableFormat.table,
     output: OutputOption = None,
     **options: Any,
 ) -> None:
@@ -440,7 +443,7 @@ def calibrate(
     workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
     *,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
-    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md or json.")] = RunFormat.table,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
     **options: Any,
 ) -> None:
@@ -470,7 +473,7 @@ def attribute_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder to write when running.")] = None,
     fmt: Annotated[
-        AttributeFormat, typer.Option("--format", help="table, md, json or html (with plots).")
+        AttributeFormat, typer.Option("--format", help="table, md, json, csv or html (with plots).")
     ] = AttributeFormat.table,
     output: Annotated[
         Path | None,
@@ -498,7 +501,7 @@ def attribute_command(
             workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
         )
         folder = _start(request, out)
-        missing = _execute_and_report(folder, RunFormat.table, quiet=fmt.value != "table")
+        missing = _execute_and_report(folder, TableFormat.table, quiet=fmt.value != "table")
         root = folder.root
     else:
         missing = []  # attributing a stored folder reads it; its report names what it lacks
@@ -543,7 +546,7 @@ def compare_command(
         ),
     ] = None,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="table, md, json or csv.")] = CompareFormat.table,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
     hide_same: HideSameOption = False,
     sort: SortOption = SortOrder.run,
@@ -569,7 +572,9 @@ def compare_command(
 @one_line_errors
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
-    fmt: Annotated[RunFormat, typer.Option("--format", help="table, md (for a PR) or json.")] = RunFormat.table,
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", help="table, md (for a PR), json or csv.")
+    ] = TableFormat.table,
     output: OutputOption = None,
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")

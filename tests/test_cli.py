@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import EAGER, GRAPH, ROOT, real
@@ -185,24 +186,33 @@ def test_short_help_and_shell_completion() -> None:
 
 def test_output_writes_a_file_in_its_suffixs_format_beside_the_terminal_table(tmp_path: Path) -> None:
     """-o/--output: the file in the format its suffix names, the terminal output as --format says;
-    the file holds what --format of that kind prints."""
+    the file holds exactly what --format of that kind prints (csv included, on every command that
+    prints a table)."""
     stored = str(ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr")
-    res = runner.invoke(app, ["kernels", "-o", str(tmp_path / "kernels.csv")])  # a listing, no table of rows
-    assert res.exit_code == 2 and "no table to write as csv" in res.stderr and not (tmp_path / "kernels.csv").exists()
-    for args in (["trace", str(EAGER)], ["report", stored], ["kernels"]):
-        for suffix in (".md", ".json", ".csv") if args[0] != "kernels" else (".md", ".json"):
+    bisect = str(ROOT / "docs" / "runs" / "h200-2026-12-02-s16" / "fla_bisect")
+    for args in (["trace", str(EAGER)], ["report", stored], ["report", bisect], ["attribute", stored], ["kernels"]):
+        for suffix in (".md", ".json", ".csv"):
             out = tmp_path / f"{args[0]}{suffix}"
             res = runner.invoke(app, [*args, "-o", str(out)])
             assert res.exit_code == 0, res.output
-            kind = {".md": "md", ".json": "json", ".csv": "csv"}[suffix]
+            kind = suffix.removeprefix(".")
             alone = runner.invoke(app, [*args, "--format", kind])
-            if alone.exit_code == 0:  # report and kernels print no csv: -o gives it all the same
-                assert out.read_text() == alone.stdout, (args, suffix)
-            else:
-                assert kind == "csv" and out.read_text().startswith(("case,", "workload,", "name,")), out.read_text()[
-                    :80
-                ]
+            assert alone.exit_code == 0 and out.read_text() == alone.stdout, (args, suffix)
+            if kind == "csv":
+                assert out.read_text().startswith(("case,", "workload,", "rank,", "step,")), out.read_text()[:80]
         assert "┃" in res.stdout  # the terminal still shows the table
+
+
+def test_csv_of_a_result_without_rows_is_one_line() -> None:
+    from kprof.cli import TableFormat, _write
+    from kprof.errors import KprofInputError
+
+    with pytest.raises(KprofInputError, match="csv: this result has no table of rows"):
+        _write(Document(), TableFormat.csv)
+
+
+def test_attribute_writes_its_html_page_beside_markdown(tmp_path: Path) -> None:
+    stored = str(ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr")
     page = tmp_path / "levers.html"
     res = runner.invoke(app, ["attribute", stored, "-o", str(page), "--format", "md"])
     assert res.exit_code == 0 and page.read_text().startswith("<!doctype html>") and res.stdout.startswith("**")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from kprof.report.table import Column, Document, Table
 from kprof.workload import bundled_names, load_workload
 
@@ -40,4 +42,11 @@ def kernels_document() -> Document:
             }
         )
     doc.data = {"workloads": listing}
+    doc.records = pd.DataFrame(
+        [
+            {"workload": w["name"], "feature": f["name"], "exactness": f["exactness"]}
+            for w in listing
+            for f in w["features"]
+        ]
+    )
     return doc

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pandas as pd
+
 from kprof.bisect_model import Bisect, Segment
 from kprof.report.run_report import paths_line
 from kprof.report.table import Cell, Column, Document, Table, verdict_cell
@@ -73,4 +75,16 @@ def bisect_document(b: Bisect) -> Document:
         line += f"; rounds at which an unchanged step reads SAME 80% of the time at this noise: {b.rounds_needed}"
     doc.text(line, "bold")
     doc.data = asdict(b)
+    doc.records = segment_rows(b)
     return doc
+
+
+def segment_rows(b: Bisect) -> pd.DataFrame:
+    """One CSV row per step and segment (the step's own span first, as ``segment`` 0)."""
+    rows = [
+        {"step": i, "segment": k, "first": b.commits[s.lo]["sha"], "last": b.commits[s.hi - 1]["sha"], **asdict(s)}
+        for i, step in enumerate(b.steps, 1)
+        for k, s in enumerate([step.total, *step.segments])
+        if s.hi > s.lo
+    ]
+    return pd.DataFrame(rows)
