@@ -75,6 +75,10 @@ OutputOption = Annotated[
         "terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
     ),
 ]
+QuietOption = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress on stderr: only warnings, errors and where results are."),
+]
 HideSameOption = Annotated[
     bool, typer.Option("--hide-same", help="Leave SAME rows out of the tables (JSON and CSV keep every row).")
 ]
@@ -208,6 +212,7 @@ def trace(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Files read in parallel processes (0: one per core).", min=0)
     ] = 1,
+    quiet: QuietOption = False,
 ) -> None:
     """Per-kernel, per-step and per-annotation device time of one or more traces (and, for several
     ranks, the slowest rank per step, each kernel's spread across ranks and collective wait)."""
@@ -220,11 +225,11 @@ def trace(
         kernel_filter=_regex(kernels, "--kernels"),
         recover=recover,
         save=save,
-        on_progress=ReadProgress(),
+        on_progress=None if quiet else ReadProgress(),
         jobs=jobs or default_jobs(),
     )
     _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt, output)
-    if save is not None and fmt.value == "table":
+    if save is not None and fmt.value == "table" and not quiet:
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
 
@@ -259,26 +264,32 @@ def kernels(
     _write(kernels_document(), fmt, output)
 
 
-def _say(err: Any) -> Callable[[Any], None]:
-    """Events from planning (a revision's tree built, a revision refused) as lines on stderr."""
+def _say(err: Any, quiet: bool = False) -> Callable[[Any], None]:
+    """Events from planning (a revision's tree built, a revision refused) as lines on stderr; with
+    ``quiet`` the warnings alone."""
     from kprof.events import Event, Phase
 
     def on_event(event: Event) -> None:
         if (text := event.sentence()) is not None:
             err.print(f"[yellow]{escape(text)}[/yellow]")
-        elif isinstance(event, Phase):
+        elif isinstance(event, Phase) and not quiet:
             err.print(event.text(), highlight=False)
 
     return on_event
 
 
 def _execute_and_report(
-    folder: Any, fmt: Any, quiet: bool = False, fresh: bool = False, output: Path | None = None
+    folder: Any,
+    fmt: Any,
+    show_report: bool = True,
+    fresh: bool = False,
+    output: Path | None = None,
+    quiet: bool = False,
 ) -> list[Any]:
     """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
-    logs), then render the report; what the run did not measure (kprof.run_model.Missing). Ctrl-C
-    keeps every finished round and says how to resume. A ``fresh`` folder refused before its first
-    round is removed (kprof.commands.run.run_and_analyse)."""
+    logs; none with ``quiet``), then render the report; what the run did not measure
+    (kprof.run_model.Missing). Ctrl-C keeps every finished round and says how to resume. A ``fresh``
+    folder refused before its first round is removed (kprof.commands.run.run_and_analyse)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kprof.commands.run import run_and_analyse, total_rounds
@@ -295,8 +306,9 @@ def _execute_and_report(
         TimeRemainingColumn(),
         console=err,
         transient=fmt.value != "table",
-        disable=not err.is_terminal,
+        disable=quiet or not err.is_terminal,
     )
+    plain_lines = not quiet and not err.is_terminal
     try:
         with progress:
             task = progress.add_task("rounds", total=total_rounds(folder))
@@ -306,11 +318,11 @@ def _execute_and_report(
                     progress.advance(task)
                     where = f"{event.case} round {event.round}/{event.rounds}"
                     progress.update(task, description=where)
-                    if not err.is_terminal:
+                    if plain_lines:
                         err.print(where, highlight=False)
                 elif isinstance(event, Phase):
                     progress.update(task, description=event.text())
-                    if not err.is_terminal:
+                    if plain_lines:
                         err.print(event.text(), highlight=False)
                 elif (text := event.sentence()) is not None:
                     err.print(f"[yellow]{escape(text)}[/yellow]")
@@ -324,7 +336,7 @@ def _execute_and_report(
         )
         raise typer.Exit(130) from None
     err.print(f"run stored in {folder.root}")
-    if not quiet:
+    if show_report:
         _write(run_document(report), fmt, output)
     return report.run.missing()
 
@@ -371,6 +383,7 @@ def run(
         TableFormat, typer.Option("--format", help="Summary format: table, md, json or csv.")
     ] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,
     **options: Any,
 ) -> None:
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
@@ -384,7 +397,7 @@ def run(
     if resume:
         from kprof.commands.run import resume_folder
 
-        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt, output=output))
+        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt, output=output, quiet=quiet))
         return
     request: Any
     if program or fields["legs"]:
@@ -402,10 +415,10 @@ def run(
         workload_fields = {k: v for k, v in fields.items() if k not in PROGRAM_ONLY}
         request = RunRequest(workload=workload, argv=sys.argv[1:], **workload_fields)
     if fields["design"] == "bisect":
-        _bisect(request, out, fmt, output)
+        _bisect(request, out, fmt, output, quiet)
         return
-    started = _start(request, out, _say(output_console(stderr=True)))
-    _fail_if_incomplete(_execute_and_report(started, fmt, fresh=True, output=output))
+    started = _start(request, out, _say(output_console(stderr=True), quiet))
+    _fail_if_incomplete(_execute_and_report(started, fmt, fresh=True, output=output, quiet=quiet))
 
 
 def _taken(request_type: Any, fields: dict[str, Any]) -> dict[str, Any]:
@@ -429,11 +442,12 @@ def _start(request: Any, out: Path | None, say: Callable[[Any], None] | None = N
     return start(request, out) if say is None else start(request, out, say)
 
 
-def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None) -> None:
+def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None, quiet: bool) -> None:
     from kprof.commands.run import bisect_revisions
     from kprof.report.bisect_report import bisect_document
 
-    _write(bisect_document(bisect_revisions(request, out, _say(output_console(stderr=True)))), fmt, output)
+    said = _say(output_console(stderr=True), quiet)
+    _write(bisect_document(bisect_revisions(request, out, said)), fmt, output)
 
 
 @app.command()
@@ -445,6 +459,7 @@ def calibrate(
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,
     **options: Any,
 ) -> None:
     """Plant delays of known length and report planted vs recovered effects and the A/A false positives."""
@@ -456,7 +471,7 @@ def calibrate(
     if not fields["plants"]:
         raise KprofInputError("--plant", "needs at least one delay")
     request = RunRequest(workload=workload, design="endpoints", argv=sys.argv[1:], **fields)
-    _fail_if_incomplete(_execute_and_report(_start(request, out), fmt, output=output))
+    _fail_if_incomplete(_execute_and_report(_start(request, out), fmt, output=output, quiet=quiet))
 
 
 @app.command("attribute")
@@ -484,6 +499,7 @@ def attribute_command(
             "the terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
         ),
     ] = None,
+    quiet: QuietOption = False,
     **options: Any,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
@@ -501,7 +517,7 @@ def attribute_command(
             workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
         )
         folder = _start(request, out)
-        missing = _execute_and_report(folder, TableFormat.table, quiet=fmt.value != "table")
+        missing = _execute_and_report(folder, TableFormat.table, show_report=fmt.value == "table", quiet=quiet)
         root = folder.root
     else:
         missing = []  # attributing a stored folder reads it; its report names what it lacks

@@ -238,3 +238,10 @@ def test_an_output_the_result_cannot_go_to_is_refused_before_anything_runs(tmp_p
         res = runner.invoke(app, args)
         assert res.exit_code == 2 and "name a file ending in" in res.stderr, res.output
         assert not out.exists()  # no run folder was made: nothing ran
+
+
+def test_trace_quiet_says_nothing_on_stderr(tmp_path: Path) -> None:
+    loud = runner.invoke(app, ["trace", str(EAGER), "--save", str(tmp_path / "a")])
+    quiet = runner.invoke(app, ["trace", str(EAGER), "--save", str(tmp_path / "b"), "-q"])
+    assert loud.exit_code == quiet.exit_code == 0 and "saved" in loud.stderr
+    assert quiet.stderr == "" and quiet.stdout == loud.stdout

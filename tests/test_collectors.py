@@ -199,3 +199,19 @@ def test_whole_program_under_nsys_finds_a_planted_slowdown_per_step(tmp_path: Pa
     assert slow["verdict"] == "SLOWER" and slow["ci_low_pct"] < -2.5 < slow["ci_high_pct"] + 0.5
     assert ("attn_kernel (per call)", "slow") in rows
     assert len(list((tmp_path / "run" / "traces").glob("*.sqlite"))) == 3 * 9
+
+
+def test_quiet_leaves_only_where_the_run_is_stored_on_stderr(tmp_path: Path, monkeypatch) -> None:
+    """-q/--quiet: no phase or round lines (a pipe gets one per round otherwise), the result as ever."""
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    said = {}
+    for quiet in (False, True):
+        out = tmp_path / f"run-{quiet}"
+        args = ["run", "--leg", "base", "--collector", "rocprofv3", "--rounds", "6", "--out", str(out)]
+        args += ["--format", "json", *(["-q"] if quiet else []), "--", sys.executable, "-c", "pass"]
+        res = runner.invoke(app, args, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["legs"]
+        said[quiet] = res.stderr.splitlines()
+    assert sum("round" in line for line in said[False]) >= 6
+    assert said[True] == [f"run stored in {tmp_path / 'run-True'}"]
