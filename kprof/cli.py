@@ -42,6 +42,44 @@ app = typer.Typer(
 )
 
 
+EXAMPLES = {
+    "trace": [
+        "kprof trace traces/llama_eager_decode.pt.trace.json.gz",
+        "kprof trace run.pt.trace.json.gz --format md -o kernels.md",
+        "kprof trace report.sqlite --steps '^step (\\d+)$'",
+        "kprof trace 'ranks/*.json.gz' --jobs 4 --save saved/",
+    ],
+    "sql": ['kprof sql "SELECT name, sum(dur_ns) FROM kernel_events GROUP BY name ORDER BY 2 DESC" saved/'],
+    "kernels": ["kprof kernels", "kprof kernels --format json"],
+    "run": [
+        "kprof run paged_decode --device cpu --case b2 --rounds 6 --samples 1",
+        "kprof run mla_decode --preset pr --design endpoints",
+        "kprof run bench.py --revisions main..my-branch --paths pkg/ops",
+        "kprof run --rev HEAD --rev WORKTREE --collector torch -- python bench.py",
+    ],
+    "calibrate": ["kprof calibrate copy --case 8MiB --plant 0.5,1,2"],
+    "attribute": [
+        "kprof attribute docs/runs/h200-2026-11-30-s3/gdn_pr --format md",
+        "kprof attribute gdn_decode --preset pr --design leave-one-out -o levers.html",
+    ],
+    "compare": [
+        "kprof compare runs/base runs/head",
+        "kprof compare base.pt.trace.json.gz head.pt.trace.json.gz --format md",
+        "kprof compare runs/base runs/head --control plain --fail-on 'credibly-slower>2%'",
+    ],
+    "report": [
+        "kprof report docs/runs/h200-2026-12-02-s17/mla_end_1",
+        "kprof report runs/mine --hide-same --sort effect -o mine.md",
+    ],
+    "cache": ["kprof cache", "kprof cache --clean"],
+}
+
+
+def examples(command: str) -> str:
+    """A help page's closing Examples block; ``\\b`` keeps click from rewrapping its lines."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[command])
+
+
 def _formats(*names: str) -> Any:
     """An option type that accepts exactly these output formats."""
     return Enum("Format", {n: n for n in names}, type=str)  # type: ignore[misc]
@@ -174,7 +212,7 @@ def _regex(pattern: str | None, option: str) -> re.Pattern[str] | None:
     return None if pattern is None else checked_regex(pattern, option)
 
 
-@app.command()
+@app.command(epilog=examples("trace"))
 @one_line_errors
 def trace(
     files: Annotated[
@@ -233,7 +271,7 @@ def trace(
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
 
 
-@app.command()
+@app.command(epilog=examples("sql"))
 @one_line_errors
 def sql(
     query: Annotated[
@@ -252,7 +290,7 @@ def sql(
     _write(sql_document(result, tables, cut), fmt, output)
 
 
-@app.command()
+@app.command(epilog=examples("kernels"))
 @one_line_errors
 def kernels(
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
@@ -365,7 +403,7 @@ def _floats(text: str | None, option: str) -> list[float]:
 PROGRAM_ONLY = ("legs", "steps", "metric")  # options of whole programs that a workload run refuses
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(epilog=examples("run"), context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
 @with_options(RUN)
 def run(
@@ -450,7 +488,7 @@ def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None, quiet
     _write(bisect_document(bisect_revisions(request, out, said)), fmt, output)
 
 
-@app.command()
+@app.command(epilog=examples("calibrate"))
 @one_line_errors
 @with_options(CALIBRATE, aa_copies=3)
 def calibrate(
@@ -474,7 +512,7 @@ def calibrate(
     _fail_if_incomplete(_execute_and_report(_start(request, out), fmt, output=output, quiet=quiet))
 
 
-@app.command("attribute")
+@app.command("attribute", epilog=examples("attribute"))
 @one_line_errors
 @with_options(ATTRIBUTE, helps={"design": "Legs to run: all, add-one, leave-one-out, factorial or endpoints."})
 def attribute_command(
@@ -537,7 +575,7 @@ def attribute_command(
     _fail_if_incomplete(missing)
 
 
-@app.command("compare")
+@app.command("compare", epilog=examples("compare"))
 @one_line_errors
 def compare_command(
     a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
@@ -584,7 +622,7 @@ def compare_command(
         raise typer.Exit(GATE_UNDECIDED)
 
 
-@app.command()
+@app.command(epilog=examples("report"))
 @one_line_errors
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
@@ -613,7 +651,7 @@ def report(
     _write(run_document(analyse_run(run_dir, threshold), View(hide_same, sort.value)), fmt, output)
 
 
-@app.command()
+@app.command(epilog=examples("cache"))
 @one_line_errors
 def cache(
     clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,

@@ -245,3 +245,26 @@ def test_trace_quiet_says_nothing_on_stderr(tmp_path: Path) -> None:
     quiet = runner.invoke(app, ["trace", str(EAGER), "--save", str(tmp_path / "b"), "-q"])
     assert loud.exit_code == quiet.exit_code == 0 and "saved" in loud.stderr
     assert quiet.stderr == "" and quiet.stdout == loud.stdout
+
+
+def test_every_help_page_ends_with_examples_that_use_its_own_options() -> None:
+    """Each command's help closes with examples; every option an example uses is one the command
+    has (a renamed option would otherwise leave a help page teaching what fails)."""
+    import shlex
+
+    import typer
+
+    from kprof.cli import EXAMPLES
+
+    commands = typer.main.get_command(app).commands
+    assert set(EXAMPLES) == set(commands)
+    for name, command in commands.items():
+        page = runner.invoke(app, [name, "-h"], env={"COLUMNS": "200"}).stdout
+        assert "Examples:" in page and all(line in page for line in EXAMPLES[name]), name
+        known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+        for line in EXAMPLES[name]:
+            words = shlex.split(line)
+            assert words[:2] == ["kprof", name], line
+            words = words[: words.index("--")] if "--" in words else words
+            used = {w.split("=")[0] for w in words if w.startswith("-")}
+            assert used <= known, (line, used - known)
