@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core as typer_core
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from kprof import __version__
 from kprof.errors import KprofInputError, checked_regex
@@ -32,7 +34,35 @@ from kprof.run_options import ATTRIBUTE, CALIBRATE, RUN, request_fields, with_op
 
 GATE_BROKEN, GATE_UNDECIDED, INCOMPLETE = 1, 3, 4
 
+
+class _OneErrorStyle(TyperGroup):
+    """Usage errors (an unknown option, a missing argument, a bad value) in kprof's one style —
+    ``kprof: error: …`` and exit 2, as every other bad input — instead of click's usage block."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        click = getattr(typer_core, "_click", None) or typer_core.click  # vendored by typer ≥ 0.20
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # `kprof` alone: the help, as asked
+                typer.echo(e.format_message(), err=True)
+                sys.exit(e.exit_code)
+            command = e.ctx.command_path if e.ctx is not None else "kprof"
+            typer.echo(f"kprof: error: {e.format_message()} ('{command} -h' for help)", err=True)
+            sys.exit(e.exit_code)
+        except click.exceptions.ClickException as e:
+            typer.echo(f"kprof: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("kprof: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneErrorStyle,
     name="kprof",
     help="GPU kernel profiling with honest statistics.",
     no_args_is_help=True,

@@ -268,3 +268,22 @@ def test_every_help_page_ends_with_examples_that_use_its_own_options() -> None:
             words = words[: words.index("--")] if "--" in words else words
             used = {w.split("=")[0] for w in words if w.startswith("-")}
             assert used <= known, (line, used - known)
+
+
+def test_usage_errors_speak_in_kprofs_one_error_style() -> None:
+    """An unknown command or option, a missing argument and a bad value read like every other bad
+    input: one line, ``kprof: error: …``, exit 2, with where to find help (click printed a usage
+    block and ``Error:`` instead)."""
+    for args, words in (
+        (["repor"], "No such command 'repor'. Did you mean 'report'? ('kprof -h' for help)"),
+        (["trace"], "Missing argument 'files'. ('kprof trace -h' for help)"),
+        (["compare", "a", "b", "--bogus"], "No such option: --bogus"),
+        (["report", "x", "--sort", "size"], "Invalid value for '--sort'"),
+    ):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr.startswith("kprof: error: ") and words in res.stderr and res.stderr.count("\n") == 1, (
+            res.stderr
+        )
+    bare = runner.invoke(app, [])
+    assert bare.exit_code == 2 and bare.stderr.startswith("Usage: kprof")  # kprof alone: its help
