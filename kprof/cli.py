@@ -461,6 +461,7 @@ def run(
 
     _output_kind(output)  # a file the result cannot go to is said before anything runs
     fields = request_fields(options)
+    _refuse_unknown_options(workload, ctx.args)
     workload, program = program_and_workload(workload, ctx.args, fields["legs"])
     if resume:
         from kprof.commands.run import resume_folder
@@ -487,6 +488,17 @@ def run(
         return
     started = _start(request, out, _say(output_console(stderr=True), quiet))
     _fail_if_incomplete(_execute_and_report(started, fmt, fresh=True, output=output, quiet=quiet))
+
+
+def _refuse_unknown_options(workload: str | None, extra: list[str]) -> None:
+    """`kprof run` passes what it does not know on to a whole program (the words after --); after a
+    bundled workload's name those words are a mistyped option, which once read as a program named
+    after the workload ('--collector: whole programs run under …')."""
+    from kprof.workload import bundled_names
+
+    unknown = [word for word in extra if word.startswith("-")]
+    if workload is not None and unknown and workload in bundled_names():
+        raise KprofInputError(unknown[0], "no such option of kprof run ('kprof run -h' lists them)")
 
 
 def _taken(request_type: Any, fields: dict[str, Any]) -> dict[str, Any]:

@@ -287,3 +287,11 @@ def test_usage_errors_speak_in_kprofs_one_error_style() -> None:
         )
     bare = runner.invoke(app, [])
     assert bare.exit_code == 2 and bare.stderr.startswith("Usage: kprof")  # kprof alone: its help
+
+
+def test_a_mistyped_option_after_a_bundled_workload_is_named() -> None:
+    res = runner.invoke(app, ["run", "paged_decode", "--roundz", "8"])
+    assert (
+        res.exit_code == 2
+        and res.stderr == "kprof: error: --roundz: no such option of kprof run ('kprof run -h' lists them)\n"
+    )
