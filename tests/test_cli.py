@@ -180,8 +180,11 @@ def test_short_help_and_shell_completion() -> None:
     for args in ([], ["run"], ["trace"], ["compare"]):
         short, long = runner.invoke(app, [*args, "-h"]), runner.invoke(app, [*args, "--help"])
         assert short.exit_code == 0 and short.stdout == long.stdout and "Usage: kprof" in short.stdout
-    completion = runner.invoke(app, ["--show-completion", "bash"], prog_name="kprof")
+    # the script the shell sources; asked through the environment, as the installed script does
+    # (--show-completion detects the shell from the process tree, which a detached test run lacks)
+    completion = runner.invoke(app, [], prog_name="kprof", env={"_KPROF_COMPLETE": "source_bash"})
     assert completion.exit_code == 0 and "complete -o default -F _kprof_completion kprof" in completion.stdout
+    assert "--install-completion" in runner.invoke(app, ["-h"]).stdout
 
 
 def test_output_writes_a_file_in_its_suffixs_format_beside_the_terminal_table(tmp_path: Path) -> None:
