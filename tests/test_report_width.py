@@ -70,3 +70,22 @@ def test_compare_reports_fit_80_columns(tmp_path: Path) -> None:
 def test_run_and_attribution_reports_fit_80_columns(run: str) -> None:
     _check(run_document(analyse_run(RUNS / run)))
     _check(attribution_document(attribute(RUNS / run)))
+
+
+def test_names_break_at_their_joints_never_inside_a_word() -> None:
+    """A leg named by its levers wraps after a '+', a lever inside itself only after a '_', and a
+    cut only where no joint fits ('reuse_state+stream_state+chunke' / 'd_state' before)."""
+    from kprof.report.table import wrapped_name
+
+    assert wrapped_name("reuse_state+conv_warps+chunked_state", 31) == "reuse_state+conv_warps+\nchunked_state"
+    assert wrapped_name("skip_masked_tiles_and_more", 12) == "skip_masked_\ntiles_and_\nmore"
+    assert wrapped_name("abcdefghijklmnopqrstuvwxyz", 10) == "abcdefghij\nklmnopqrst\nuvwxyz"
+    assert wrapped_name("short", 20) == "short"
+    for text, width in (("grouped_heads+prefetch_pages+skip_masked_tiles + spin 0 (A/A 2)", 20), ("a+b_c", 1)):
+        lines = wrapped_name(text, width).split("\n")
+        assert all(len(line) <= width for line in lines) and "".join(lines).replace(" ", "") == text.replace(" ", "")
+    text = _at_80(run_document(analyse_run(RUNS / "h200-2026-11-30-s3" / "gdn_pr")))
+    legs = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    pieces = {p for leg in legs for p in re.split(r"[+ ]", leg) if p}
+    levers = {"reuse_state", "conv_warps", "stream_state", "chunked_state", "early_state", "baseline", "all"}
+    assert pieces <= levers | {"plain", "PyTorch", "(A/A)"}, pieces - levers

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,10 +103,41 @@ def _plain(cell: str | Cell) -> str:
     return cell.text if isinstance(cell, Cell) else cell
 
 
-def _rich_cell(cell: str | Cell) -> str:
-    if isinstance(cell, Cell):
-        return f"[{cell.style}]{escape(cell.text)}[/{cell.style}]" if cell.style else escape(cell.text)
-    return escape(cell)
+def _rich_cell(cell: str | Cell, width: int | None = None) -> str:
+    """Markup for one cell; a name given a ``width`` is wrapped first at the joints of identifiers."""
+    text = cell.text if isinstance(cell, Cell) else cell
+    text = escape(wrapped_name(text, width) if width else text)
+    style = cell.style if isinstance(cell, Cell) else ""
+    return f"[{style}]{text}[/{style}]" if style else text
+
+
+# where a name may break, the stronger joints first: a leg is levers joined by +, a lever is words
+# joined by _, a C++ name is arguments joined by , and spaces
+_JOINTS = (re.compile(r"(?<=[+,/ (])"), re.compile(r"(?<=_)"))
+
+
+def wrapped_name(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width``, broken after a joint where one fits:
+    ``reuse_state+conv_warps+`` / ``chunked_state``, never ``…chunke`` / ``d_state``; an ``_`` only
+    inside a piece too long for a line, and a cut only where no joint fits."""
+    return "\n".join(_packed(text, width, 0))
+
+
+def _packed(text: str, width: int, level: int) -> list[str]:
+    pieces: list[str] = []
+    for piece in _JOINTS[level].split(text):
+        if len(piece) <= width:
+            pieces.append(piece)
+        elif level + 1 < len(_JOINTS):
+            pieces += _packed(piece, width, level + 1)
+        else:
+            pieces += [piece[k : k + width] for k in range(0, len(piece), width)]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return [line.rstrip() or line for line in lines]
 
 
 PARAGRAPH_STYLE = {"warning": "[yellow]warning:[/yellow] ", "error": "[red]error:[/red] "}
@@ -188,8 +220,9 @@ def _rich_table(block: Table, columns: list[int], title: str, widths: list[int] 
         c = block.columns[i]
         fixed = widths[k] if widths else None
         t.add_column(escape(c.header), justify=c.align, overflow="fold", min_width=_min_width(block, i), width=fixed)
+    wraps = [widths[k] if widths and block.columns[i].is_name else None for k, i in enumerate(columns)]
     for cells, style in zip(block.rows, block.row_styles):
-        t.add_row(*(_rich_cell(cells[i]) for i in columns), style=style or None)
+        t.add_row(*(_rich_cell(cells[i], w) for i, w in zip(columns, wraps)), style=style or None)
     return t
 
 
