@@ -298,7 +298,7 @@ def trace(
     )
     _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt, output)
     if save is not None and fmt.value == "table" and not quiet:
-        output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}")
+        output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}", highlight=False)
 
 
 @app.command(epilog=examples("sql"))
@@ -339,7 +339,7 @@ def _say(err: Any, quiet: bool = False) -> Callable[[Any], None]:
 
     def on_event(event: Event) -> None:
         if (text := event.sentence()) is not None:
-            err.print(f"[yellow]{escape(text)}[/yellow]")
+            err.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
         elif isinstance(event, Phase) and not quiet:
             err.print(event.text(), highlight=False)
 
@@ -384,7 +384,7 @@ def _execute_and_report(
             def on_event(event: Event) -> None:
                 if isinstance(event, RoundDone):
                     progress.advance(task)
-                    where = f"{event.case} round {event.round}/{event.rounds}"
+                    where = event.text()
                     progress.update(task, description=where)
                     if plain_lines:
                         err.print(where, highlight=False)
@@ -393,7 +393,7 @@ def _execute_and_report(
                     if plain_lines:
                         err.print(event.text(), highlight=False)
                 elif (text := event.sentence()) is not None:
-                    err.print(f"[yellow]{escape(text)}[/yellow]")
+                    err.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
 
             report = run_and_analyse(folder, on_event, fresh=fresh)
     except KeyboardInterrupt:
@@ -401,9 +401,10 @@ def _execute_and_report(
         err.print(
             f"interrupted: every finished round is in {root}; continue with kprof run --out {root} --resume",
             soft_wrap=True,  # a command to copy: never folded
+            highlight=False,
         )
         raise typer.Exit(130) from None
-    err.print(f"run stored in {folder.root}")
+    err.print(f"run stored in {folder.root}", highlight=False)  # no colour on a path's digits
     if show_report:
         _write(run_document(report), fmt, output)
     return report.run.missing()

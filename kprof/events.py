@@ -55,6 +55,11 @@ class RoundDone(_Event, frozen=True, tag="round"):
     case: str
     round: int
     rounds: int  # the case's last round
+    burn_in: bool = False  # a process's first round: timed, stored, left out of every statistic
+
+    def text(self) -> str:
+        """``case: round 3/18``, counted as the progress bar counts (burn-in rounds included and said)."""
+        return f"{self.case}: round {self.round + 1}/{self.rounds + 1}" + (" (burn-in)" if self.burn_in else "")
 
 
 class Note(_Event, frozen=True, tag="note"):

@@ -64,10 +64,10 @@ def _plan(folder: RunFolder, rounds: range) -> RoundPlan:
 
 def test_rounds_are_stored_in_order_with_their_slots_sets_and_burn_in(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
-    said: list[tuple[int, int]] = []
-    timed_rounds(_plan(folder, range(3)), ScriptedLegs([1980.0] * 3), lambda r, last: said.append((r, last)))
+    said: list[str] = []
+    timed_rounds(_plan(folder, range(3)), ScriptedLegs([1980.0] * 3), lambda done: said.append(done.text()))
     samples = folder.read("samples")
-    assert said == [(0, 2), (1, 2), (2, 2)]
+    assert said == ["c: round 1/3 (burn-in)", "c: round 2/3", "c: round 3/3"]  # as the progress bar counts
     assert len(samples) == 3 * 2 * 3  # rounds × legs × samples
     first = samples[(samples["round"] == 1) & (samples["slot"] == 0)]
     assert set(first["leg"]) == {"fast"} and set(first["buffer_set"]) == {1}
@@ -80,7 +80,7 @@ def test_rounds_are_stored_in_order_with_their_slots_sets_and_burn_in(tmp_path: 
 def test_a_round_whose_clock_sagged_is_timed_again(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     legs = ScriptedLegs([1980.0, 1980.0, 1000.0, 1975.0, 1990.0])  # round 2's first attempt sagged
-    timed_rounds(_plan(folder, range(4)), legs, lambda r, last: None)
+    timed_rounds(_plan(folder, range(4)), legs, lambda done: None)
     rounds = folder.read("rounds").set_index("round")
     assert rounds.loc[2, "attempt"] == 1 and rounds.loc[2, "sm_clock_mhz"] == 1975.0
     assert rounds.drop(index=2)["attempt"].eq(0).all()
@@ -91,15 +91,15 @@ def test_a_round_whose_clock_sagged_is_timed_again(tmp_path: Path) -> None:
 def test_a_round_that_never_recovers_is_kept_after_the_last_attempt(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     legs = ScriptedLegs([1980.0, 1980.0] + [900.0] * MAX_ATTEMPTS)
-    timed_rounds(_plan(folder, range(3)), legs, lambda r, last: None)
+    timed_rounds(_plan(folder, range(3)), legs, lambda done: None)
     assert folder.read("rounds").set_index("round").loc[2, "attempt"] == MAX_ATTEMPTS - 1
 
 
 def test_a_resume_times_only_the_rounds_not_on_disk(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
-    timed_rounds(_plan(folder, range(2)), ScriptedLegs([1980.0] * 2), lambda r, last: None)
+    timed_rounds(_plan(folder, range(2)), ScriptedLegs([1980.0] * 2), lambda done: None)
     again = ScriptedLegs([1980.0] * 2)
     said: list[int] = []
-    timed_rounds(_plan(folder, range(4)), again, lambda r, last: said.append(r))
+    timed_rounds(_plan(folder, range(4)), again, lambda done: said.append(done.round))
     assert said == [2, 3]
     assert sorted(folder.read("samples")["round"].unique()) == [0, 1, 2, 3]

@@ -43,7 +43,7 @@ from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.rounds import RoundPlan, timed_rounds
 from kprof.engine.schedule import round_orders
 from kprof.engine.sharding import shard_cases
-from kprof.events import CaseFailed, Event, LegFailed, RevisionRefused, RoundDone
+from kprof.events import CaseFailed, Event, LegFailed, RevisionRefused
 from kprof.launches import launch_rows
 from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
@@ -286,7 +286,7 @@ class HostedCase:
             burn_in=lambda r: r == 0,
         )
         legs = HostedLegs(self.hosts, self.base_key, timed, self.kernel_time, run.protocol.captures == "per-round")
-        timed_rounds(plan, legs, lambda r, last: self.on_event(RoundDone(case=self.case, round=r, rounds=last)))
+        timed_rounds(plan, legs, self.on_event)
 
 
 @dataclass

@@ -220,7 +220,7 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                     raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
         folder.update_case(BUSY_CASE, failed=dropped, failures=failures)
-        on_event(RoundDone(case="program", round=r, rounds=run.protocol.rounds))
+        on_event(RoundDone(case="program", round=r, rounds=run.protocol.rounds, burn_in=r == 0))
     folder.update_case(BUSY_CASE, status="done", failed=dropped, failures=failures)
 
 

@@ -128,9 +128,9 @@ class RoundPlan:
     process: int | None = None  # which of the case's processes (kprof.parts), None for one host per revision
 
 
-def timed_rounds(plan: RoundPlan, legs: RoundLegs, on_round: Callable[[int, int], None]) -> None:
+def timed_rounds(plan: RoundPlan, legs: RoundLegs, on_round: Callable[[RoundDone], None]) -> None:
     """Every round of the plan not on disk yet: timed (redone while the clock sagged), race-checked,
-    stored; ``on_round(r, last_round)`` after each."""
+    stored; ``on_round`` told after each."""
     done = set(plan.folder.finished_rounds(plan.case_index))
     clocks: list[float] = []
     for r, items in plan.rounds.items():
@@ -153,7 +153,7 @@ def timed_rounds(plan: RoundPlan, legs: RoundLegs, on_round: Callable[[int, int]
             )
         ]
         store_round(plan.folder, plan.case_index, plan.case, r, rows, attempt, cond, checks, plan.process)
-        on_round(r, plan.last_round)
+        on_round(RoundDone(case=plan.case, round=r, rounds=plan.last_round, burn_in=plan.burn_in(r)))
 
 
 @dataclass
@@ -221,4 +221,4 @@ def run_rounds(ctx: CaseContext, gate: GateResult, captured: Captured) -> None:
         burn_in=ctx.part.burn_in,
         process=ctx.part_index,
     )
-    timed_rounds(plan, LocalLegs(ctx, gate), lambda r, last: emit(RoundDone(case=ctx.case.name, round=r, rounds=last)))
+    timed_rounds(plan, LocalLegs(ctx, gate), emit)
