@@ -249,7 +249,9 @@ def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Cell
 
 
 def render_markdown(doc: Document) -> str:
-    """Every text is escaped (kernel names reach titles, notes and warnings too); styles add markup."""
+    """Every text is escaped (kernel names reach titles, notes and warnings too); styles add markup.
+    A table keeps the columns a narrow terminal keeps: a pull request shows a few before it scrolls
+    (a trace's kernel table had 12)."""
     lines: list[str] = []
     for block in doc.blocks:
         if isinstance(block, Paragraph):
@@ -259,8 +261,12 @@ def render_markdown(doc: Document) -> str:
             continue
         if block.title:
             lines += [f"**{_md_escape(block.title)}**", ""]
-        lines += markdown_table(block.columns, block.rows, [s == "bold" for s in block.row_styles])
+        kept = [i for i, c in enumerate(block.columns) if not c.wide_only]  # GitHub shows few columns
+        rows = [[row[i] for i in kept] for row in block.rows]
+        lines += markdown_table([block.columns[i] for i in kept], rows, [s == "bold" for s in block.row_styles])
         lines.append("")
+        if left_out := [c.header for c in block.columns if c.wide_only]:
+            lines += [_md_escape(f"not shown here: {', '.join(left_out)} (in --format csv and json)"), ""]
         for note in block.notes:
             lines += [_md_escape(note), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
