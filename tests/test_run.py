@@ -49,7 +49,8 @@ def test_a_run_stores_every_sample_round_by_round(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.stderr.splitlines()
     assert any(line.endswith("correctness gate · baseline (A/A)") for line in lines)
-    assert [line.split()[-1] for line in lines if " round " in line] == [f"{r}/6" for r in range(7)]
+    progress = [line.split(": round ")[-1] for line in lines if ": round " in line]
+    assert progress == ["1/7 (burn-in)", *[f"{r}/7" for r in range(2, 8)]]  # as the progress bar counts
     report = json.loads(res.stdout)
     assert TIMER in report["timer"] and report["captures"] == "per-round"
     assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
@@ -134,7 +135,8 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
     # not a terminal (as in CI logs): each phase and each round is a plain line on stderr
     lines = res.stderr.splitlines()
     assert any(line.endswith("correctness gate · baseline (A/A)") for line in lines)
-    assert [line.split()[-1] for line in lines if " round " in line] == [f"{r}/6" for r in range(7)]
+    progress = [line.split(": round ")[-1] for line in lines if ": round " in line]
+    assert progress == ["1/7 (burn-in)", *[f"{r}/7" for r in range(2, 8)]]  # as the progress bar counts
     report = json.loads(res.stdout)
     assert TIMER in report["timer"]
     legs = {row["leg"]: row for row in report["legs"]}
