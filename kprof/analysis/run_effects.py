@@ -187,7 +187,7 @@ def _case_terms(
     declared = [leg.name for leg in legs if leg.name in logs.columns]
     compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
     tested = tested_spreads(d_all[compared], set_of_round)
-    sigma_p = S.counted_spreads(tested) if tested else dict.fromkeys(compared, 0.0)
+    sigma_p = S.counted_spreads(tested)
     quantum = timer_quantum(samples)
     ticks = tick_bounds(samples, quantum)
     tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
@@ -359,15 +359,16 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
 def placement_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, float]:
     """Each leg's (or quantity's) spread between buffer sets (log units) as folded into its
     interval (``stats.counted_spreads``); 0 for each when the rounds did not rotate placements."""
-    return S.counted_spreads(tested_spreads(d, set_of_round)) if set_of_round is not None else dict.fromkeys(d, 0.0)
+    return S.counted_spreads(tested_spreads(d, set_of_round))
 
 
 def tested_spreads(
     d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None
 ) -> dict[Any, tuple[float, float]]:
-    """Each column's spread between buffer sets and the F-test's p (``stats.placement_spread``)."""
+    """Each column's spread between buffer sets and the F-test's p (``stats.placement_spread``);
+    (0, 1), nothing to count, for each when the rounds did not rotate placements."""
     if set_of_round is None:
-        return {}
+        return dict.fromkeys(d, (0.0, 1.0))
     return {k: S.placement_spread(v.to_numpy(), set_of_round) for k, v in d.items()}
 
 

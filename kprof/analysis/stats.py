@@ -210,11 +210,11 @@ def _power_draws(n: int, placements: int, alpha: float = ALPHA) -> _Draws:
     if n > EXACT_POWER_ROUNDS:
         return _normal_draws(n, k, sizes, alpha)
     name = f"power-draws-n{n}-k{k}-alpha{alpha}-draws{POWER_DRAWS}-numpy{np.__version__}"
-    rows = cached_array(name, (4 + 2 * k, POWER_DRAWS), lambda: _exact_draws(n, k, alpha))
+    rows = cached_array(name, (4 + 2 * k, POWER_DRAWS), lambda: _exact_draws(n, k, sizes, alpha))
     return _Draws(rows[0], rows[1], rows[2], rows[3], rows[4 : 4 + k].T, rows[4 + k :].T, sizes)
 
 
-def _exact_draws(n: int, k: int, alpha: float) -> np.ndarray:
+def _exact_draws(n: int, k: int, sizes: np.ndarray, alpha: float) -> np.ndarray:
     rng = np.random.default_rng(n)
     z = rng.standard_normal((POWER_DRAWS, n))
     m = n * (n + 1) // 2
@@ -233,7 +233,7 @@ def _exact_draws(n: int, k: int, alpha: float) -> np.ndarray:
     high = w[:, m - c].copy() if c else np.full(POWER_DRAWS, math.inf)
     median = w[:, [(m - 1) // 2, m // 2]].mean(axis=1)  # the rows are sorted: no second partition
     sets = np.arange(n) % k
-    means = np.stack([z[:, sets == j].sum(axis=1) for j in range(k)], axis=1) / np.maximum(_set_sizes(n, k), 1)
+    means = np.stack([z[:, sets == j].sum(axis=1) for j in range(k)], axis=1) / np.maximum(sizes, 1)
     within = ((z - means[:, sets]) ** 2).sum(axis=1) / max(n - k, 1)
     return np.vstack([median, low, high, within, means.T, rng.standard_normal((k, POWER_DRAWS))])
 

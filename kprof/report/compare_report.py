@@ -9,7 +9,7 @@ import pandas as pd
 
 from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, REPLICATES, Comparison
 from kprof.ingest.names import labelled
-from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_note, shown_rows
+from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_notes, shown_rows
 from kprof.report.table import Column, Document, Table, records, verdict_cell
 
 
@@ -67,7 +67,7 @@ def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
                 effect_text(r),
                 verdict_cell(r["verdict"], r["verdict"]),
             )
-        t.notes += [hidden] if (hidden := hidden_note(c.legs, view)) else []
+        t.notes += hidden_notes(c.legs, view)
         out.append(t)
     if len(c.kernels):
         per = "step" if c.replicates == "steps" else "call"
@@ -94,15 +94,15 @@ def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
             )
         if top and len(shown) > top:
             t.notes.append(f"… {len(shown) - top} more kernels (--top to show more)")
-        t.notes += [hidden] if (hidden := hidden_note(c.kernels, view)) else []
+        t.notes += hidden_notes(c.kernels, view)
         out.append(t)
     if len(c.steps):
         t = Table(
             "per step", [Column(h, "left" if h in left else "right") for h in ("metric", "A", "B", "B vs A", "verdict")]
         )
-        for _, r in shown_rows(c.steps, View(view.hide_same)).iterrows():
+        for _, r in shown_rows(c.steps, view).iterrows():
             t.add(r["metric"], _num(r["a"]), _num(r["b"]), effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
-        t.notes += [hidden] if (hidden := hidden_note(c.steps, view)) else []
+        t.notes += hidden_notes(c.steps, view)
         out.append(t)
     return out
 

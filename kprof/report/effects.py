@@ -11,6 +11,8 @@ import pandas as pd
 
 from kprof.analysis.compare import NO_VERDICT, UNEVEN
 from kprof.analysis.run_effects import NO_BASELINE
+from kprof.analysis.stats import VERDICTS
+from kprof.run_model import Role
 
 
 def effect_text(row: pd.Series | dict[str, Any]) -> str:
@@ -73,10 +75,11 @@ def shown_rows(rows: pd.DataFrame, view: View) -> pd.DataFrame:
     return pd.concat([shown[on_top], ordered])
 
 
-def hidden_note(rows: pd.DataFrame, view: View) -> str | None:
-    """The line under a table that ``--hide-same`` thinned, so no reader takes it for the whole."""
+def hidden_notes(rows: pd.DataFrame, view: View) -> list[str]:
+    """The line under a table that ``--hide-same`` thinned, so no reader takes it for the whole
+    (none where nothing was hidden)."""
     hidden = int(rows["verdict"].eq("SAME").sum()) if view.hide_same else 0
-    return f"{hidden} SAME row(s) hidden (--hide-same)" if hidden else None
+    return [f"{hidden} SAME row(s) hidden (--hide-same)"] if hidden else []
 
 
 def _time_column(rows: pd.DataFrame) -> str:
@@ -87,8 +90,8 @@ def best_leg_line(rows: pd.DataFrame, reference: str) -> str | None:
     """The case in one line, as hyperfine and pyperf end theirs: the leg with the largest gain over
     the reference, its interval and verdict (``all: +226.69% [+225.99, +227.24] (3.27× faster) than
     baseline, FASTER``); A/A copies are not candidates. None when no leg is compared."""
-    copies = rows["roles"].map(lambda roles: "aa" in list(roles)) if "roles" in rows else False
-    compared = rows[rows["verdict"].isin(["FASTER", "SLOWER", "SAME", "UNRESOLVED", "BIASED"]) & ~copies]
+    copies = rows["roles"].map(lambda roles: Role.AA.value in list(roles)) if "roles" in rows else False
+    compared = rows[rows["verdict"].isin([*VERDICTS, "BIASED"]) & ~copies]
     compared = compared[compared["effect_pct"].notna()]
     if not len(compared):
         return None

@@ -12,7 +12,7 @@ import pandas as pd
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
 from kprof.events import RESTARTED, death_sentence
-from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_note, shown_rows
+from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, shown_rows
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
 from kprof.run_model import Role, Run
@@ -109,8 +109,7 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
         table.add(
             r["leg"], time_text(r["time_us"]), *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"])
         )
-    if hidden := hidden_note(rows, view):
-        table.notes.append(hidden)
+    table.notes += hidden_notes(rows, view)
     reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
     if len(reference) and (best := best_leg_line(rows, str(reference.iloc[0]))):
         table.notes.append(best)
