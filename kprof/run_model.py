@@ -29,6 +29,14 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
     (folders from before those choices), ``workload_name`` its workload; a null where a value is
     required reads as the field's default. Older kprof refuses a version 4 folder (it would miss
     the statuses).
+  5 (kprof 0.3, session 2026-12-05): what is measured is one typed ``subject``, a workload
+    (:class:`WorkloadSubject`: ``spec``, ``name``, ``reference_rtol``, ``in_tree``) or a program
+    (:class:`ProgramSubject`: ``command``, ``name``, ``step_pattern``, ``metric``), tagged by
+    ``kind``; a revision run adds ``revisions`` (:class:`RevisionSet`: ``repo``, ``trees``,
+    ``commits``, ``benchmark``, ``paths``, ``left_out``, ``setup_command``,
+    ``allow_changed_outputs``), null otherwise. A version 4 folder's flat keys (``kind``,
+    ``workload``, ``workload_name``, ``program``, ``step_pattern``, ``metric``, ``reference_rtol``,
+    ``workload_in_tree``, and the revision keys, ``revisions`` then the trees) are grouped on read.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ import msgspec
 
 from kprof.errors import KprofInputError
 
-RUN_FORMAT_VERSION = 4
+RUN_FORMAT_VERSION = 5
 
 
 class Role(str, Enum):
@@ -190,6 +198,46 @@ class BenchmarkRecord:
     in_tree: str = ""
 
 
+class WorkloadSubject(msgspec.Struct, tag="workload", tag_field="kind", kw_only=True):
+    """A workload is measured: a bundled family or the user's workload file, its cases and levers."""
+
+    spec: str  # a bundled family's name or the workload file's path, as the user gave it
+    name: str  # the workload's own name (reports, the run folder's default name)
+    reference_rtol: float = 2e-2  # its float64 tolerance (revision legs are held to it)
+    in_tree: str = ""  # revision runs from before format 3: the workload file's path inside each tree
+
+
+class ProgramSubject(msgspec.Struct, tag="program", tag_field="kind", kw_only=True):
+    """A whole program is measured: a command line, each leg's process traced."""
+
+    command: list[str]
+    name: str  # the script (or executable) the command runs
+    step_pattern: str = ""  # --steps: the step markers of each process's trace
+    metric: str = ""  # --metric: the kernels (a regex) whose time per step is a case
+
+    @property
+    def spec(self) -> str:
+        return " ".join(self.command)
+
+
+Subject = WorkloadSubject | ProgramSubject
+
+
+class RevisionSet(msgspec.Struct, kw_only=True):
+    """The revisions a revision run's legs run: the repository, the tree of each leg, the commits
+    (the levers of a range), the user's benchmark, and what --paths, --setup and
+    --allow-changed-outputs asked for."""
+
+    repo: str
+    trees: dict[str, RevisionTree] = {}  # Leg.revision → the tree it runs
+    commits: list[dict[str, Any]] = []
+    benchmark: BenchmarkRecord | None = None  # the user's benchmark, where it is, its hash
+    paths: list[str] = []  # --paths: only the range's commits that touch these
+    left_out: list[dict[str, Any]] = []  # the commits --paths left out
+    setup_command: str = ""  # --setup: run once in each revision's tree before timing
+    allow_changed_outputs: bool = False
+
+
 class RunState(msgspec.Struct, kw_only=True):
     """What a run found out while it ran (``state.json``; meta.json is written once, when the run
     is made): the timer's measurements (each GPU's under ``gpus``) with the timer's label, and the
@@ -205,7 +253,7 @@ class RunState(msgspec.Struct, kw_only=True):
         if self.timer is not None:
             run.timer = self.timer
         for key, changed in self.revisions.items():
-            tree = run.revisions.get(key)
+            tree = run.tree(key)
             for name, value in changed.items() if tree is not None else ():
                 if name in ("path", "refused", "setup"):
                     setattr(tree, name, value)
@@ -305,9 +353,7 @@ class Placement:
 class Run:
     """A run folder's meta.json, typed."""
 
-    kind: str  # "workload" or "program"
-    workload: str  # bundled name, a .py path, or the program's command line
-    workload_name: str
+    subject: Subject  # what is measured: a workload or a program
     legs: list[Leg]
     cases: list[CaseRecord]
     protocol: Protocol
@@ -321,19 +367,7 @@ class Run:
     collector: str = "events"
     features: list[FeatureRecord] = field(default_factory=list)
     sweep: tuple[str, list[Any]] | None = None
-    program: list[str] = field(default_factory=list)
-    repo: str | None = None  # revision runs: the repository, the commits and the tree of each leg
-    commits: list[dict[str, Any]] = field(default_factory=list)
-    revisions: dict[str, RevisionTree] = field(default_factory=dict)
-    workload_in_tree: str = ""  # the workload as each tree names it (module or path in the repository)
-    allow_changed_outputs: bool = False
-    setup_command: str = ""  # --setup: run once in each revision's tree before timing
-    benchmark: BenchmarkRecord | None = None  # revision runs: the user's benchmark, where it is, its hash
-    paths: list[str] = field(default_factory=list)  # --paths: only the range's commits that touch these
-    left_out: list[dict[str, Any]] = field(default_factory=list)  # the commits --paths left out
-    step_pattern: str = ""  # whole programs: --steps, the step markers of each process's trace
-    metric: str = ""  # whole programs: --metric, the kernels (a regex) whose time per step is a case
-    reference_rtol: float = 2e-2  # the workload's float64 tolerance (revision legs are held to it)
+    revisions: RevisionSet | None = None  # revision runs: the code each leg runs
     timer: str | None = None
     timer_info: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, Any] = field(default_factory=dict)
@@ -342,6 +376,16 @@ class Run:
     started: str = ""
     case_status: dict[str, CaseStatus] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not model, kept as read
+
+    # -- the subject --------------------------------------------------------------------------
+
+    @property
+    def is_program(self) -> bool:
+        return isinstance(self.subject, ProgramSubject)
+
+    def tree(self, key: str | None) -> RevisionTree | None:
+        """The revision tree a leg's ``revision`` key names (None: not a revision run, or no such tree)."""
+        return self.revisions.trees.get(key or "") if self.revisions is not None else None
 
     # -- the legs by role ---------------------------------------------------------------------
 
@@ -484,6 +528,8 @@ def migrate(raw: dict[str, Any], where: str = "meta.json") -> dict[str, Any]:
         d = _from_v1(d)
     if version < 4:
         d = _before_v4(d)
+    if version < 5:
+        d = _before_v5(d)
     return d
 
 
@@ -505,6 +551,39 @@ def _before_v4(d: dict[str, Any]) -> dict[str, Any]:
         d[group] = {k: d.pop(k) for k in names if k in d}
     if not d.get("workload_name"):
         d["workload_name"] = d.get("workload")
+    d["run_format_version"] = RUN_FORMAT_VERSION
+    return d
+
+
+# Keys a version 1–4 folder kept at the top level that version 5 groups (see the history).
+_REVISION_KEYS = ("repo", "commits", "benchmark", "paths", "left_out", "setup_command", "allow_changed_outputs")
+_SUBJECT_KEYS = {
+    "workload": {
+        "workload": "spec",
+        "workload_name": "name",
+        "reference_rtol": "reference_rtol",
+        "workload_in_tree": "in_tree",
+    },
+    "program": {"program": "command", "workload_name": "name", "step_pattern": "step_pattern", "metric": "metric"},
+}
+
+
+def _before_v5(d: dict[str, Any]) -> dict[str, Any]:
+    """Versions 1–4 → 5: the subject's keys and the revision keys grouped; a run without revision
+    trees has no revision set."""
+    kind = d.pop("kind", "workload")
+    if kind not in _SUBJECT_KEYS:
+        raise ValueError(f"kind {kind!r} is neither workload nor program")
+    subject = {new: d[old] for old, new in _SUBJECT_KEYS[kind].items() if d.get(old) is not None}
+    if kind == "program" and not subject.get("command"):  # version 1 kept the command line alone
+        subject["command"] = str(d.get("workload", "")).split()
+    for old in {k for keys in _SUBJECT_KEYS.values() for k in keys}:
+        d.pop(old, None)
+    revision = {k: d.pop(k) for k in _REVISION_KEYS if k in d}
+    trees = d.pop("revisions", None)
+    revision = {k: v for k, v in revision.items() if v is not None}
+    d["subject"] = {"kind": kind, **subject}
+    d["revisions"] = {**revision, "repo": revision.get("repo") or ".", "trees": trees} if trees else None
     d["run_format_version"] = RUN_FORMAT_VERSION
     return d
 

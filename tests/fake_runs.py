@@ -23,19 +23,19 @@ def write_run(
     rounds: int = 16,
     noise: float = 0.002,
     seed: int = 0,
-    kind: str = "workload",
+    program: bool = False,
     features: tuple[str, ...] = (),
     timer: str = "cuda-events (device time, graph replay, cold L2)",
     **run_fields: object,
 ) -> RunFolder:
     """A finished run: t(leg, case, round) = 100 µs · exp(log_effect(leg, case) + round drift + noise)."""
-    from kprof.run_model import FeatureRecord
+    from kprof.run_model import FeatureRecord, ProgramSubject, WorkloadSubject
 
     rng = np.random.default_rng(seed)
     run = Run(
-        kind=kind,
-        workload="synthetic",
-        workload_name="synthetic",
+        subject=ProgramSubject(command=["synthetic"], name="synthetic")
+        if program
+        else WorkloadSubject(spec="synthetic", name="synthetic"),
         legs=legs,
         cases=[CaseRecord(c) for c in cases],
         protocol=Protocol(rounds=rounds),
@@ -84,3 +84,19 @@ def forget_rounds(root: Path, rounds: set[int], tables: tuple[str, ...] = ("samp
         path = root / name / COMPACT
         table = pq.read_table(path)
         pq.write_table(table.filter(pc.invert(pc.is_in(table["round"], pa.array(sorted(rounds))))), path)
+
+
+def as_version_3(record: dict) -> dict:
+    """A current meta.json record as a version 3 folder kept it: the protocol, placement, subject
+    and revision keys at the top level (kprof.run_model's history)."""
+    old = dict(record)
+    for group in ("protocol", "placement"):
+        old.update(old.pop(group))
+    subject, revisions = old.pop("subject"), old.pop("revisions") or {}
+    names = {"spec": "workload", "name": "workload_name", "command": "program", "in_tree": "workload_in_tree"}
+    old.update({names.get(k, k): v for k, v in subject.items()})
+    if subject["kind"] == "program":
+        old["workload"] = " ".join(subject["command"])
+    old.update({("revisions" if k == "trees" else k): v for k, v in revisions.items()})
+    old["run_format_version"] = 3
+    return old

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_runs import as_version_3
 
 import kprof.engine.context as context_module
 from kprof.engine.planting import LADDER_ROUNDS, cycles_for, ladder, ladder_fit, measure_ladder, size_spins
@@ -65,10 +66,8 @@ def test_captures_is_recorded_and_old_folders_read_as_once(tmp_path: Path) -> No
     assert folder.read_run().protocol.captures == "once"
     record = folder.read_run().record()
     assert record["protocol"]["captures"] == "once"
-    for group in ("protocol", "placement"):  # as a folder of version 3 kept them
-        record.update(record.pop(group))
-    del record["captures"]
-    record["run_format_version"] = 3  # a folder from before the choice: its kprof captured once
+    record = as_version_3(record)
+    del record["captures"]  # a folder from before the choice: its kprof captured once
     assert Run.from_record(record).protocol.captures == "once"
     fresh = create_run(tmp_path / "run2", RunRequest(workload="copy", preset="smoke", device="cpu"))
     assert fresh.read_run().protocol.captures == "per-round"

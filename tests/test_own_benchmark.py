@@ -82,10 +82,11 @@ def test_the_benchmark_comes_from_where_it_is_with_the_revisions_code(history: H
     assert message.startswith(str(history.benchmark)) and "No module named 'minikern._built'" in message
     assert os.environ["KPROF_CACHE"] not in message
     run = plan_run(RunRequest(**{**req.__dict__, "setup": "python build.py"}))
-    assert run.benchmark is not None and run.benchmark.path == str(history.benchmark.resolve())
-    assert len(run.benchmark.sha256) == 64 and run.workload_in_tree == ""
-    assert run.workload_name == "minikern_scale" and [c.name for c in run.cases] == ["n256"]
-    assert all(t.setup["exit_code"] == 0 for t in run.revisions.values())
+    revisions = run.revisions
+    assert revisions is not None and revisions.benchmark is not None
+    assert revisions.benchmark.path == str(history.benchmark.resolve()) and len(revisions.benchmark.sha256) == 64
+    assert run.subject.name == "minikern_scale" and [c.name for c in run.cases] == ["n256"]
+    assert all(t.setup["exit_code"] == 0 for t in revisions.trees.values())
 
 
 def test_setup_runs_once_per_tree_and_a_failure_is_not_cached(tmp_path: Path) -> None:

@@ -166,13 +166,15 @@ def test_a_run_resumed_after_a_cache_clean_makes_its_trees_again(history, tmp_pa
     repo, shas = history
     request = RunRequest(workload=str(repo / "wl.py"), preset="smoke", rounds=6, samples=1, device="cpu")
     folder = start(replace(request, revs=[shas["base"], shas["double"]], in_tree=True), tmp_path / "run")
-    trees = [t.path for t in folder.read_run().revisions.values()]
+    trees = [t.path for t in folder.read_run().revisions.trees.values()]
     assert clean() and not any(Path(t).exists() for t in trees if t)  # as if cleaned while interrupted
     res = runner.invoke(app, ["run", "--out", str(folder.root), "--resume", "--format", "json"])
     assert res.exit_code == 0, res.output
     assert "made the tree of" in res.stderr
     assert {row["rounds"] for row in json.loads(res.stdout)["legs"] if row["verdict"] != "REFERENCE"} == {6}
-    assert all((Path(t.path) / ".kprof-tree.json").is_file() for t in folder.read_run().revisions.values() if t.path)
+    assert all(
+        (Path(t.path) / ".kprof-tree.json").is_file() for t in folder.read_run().revisions.trees.values() if t.path
+    )
 
 
 # The workload file is the code the commits change, so these runs take each revision's own copy of
@@ -303,7 +305,7 @@ def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.Monk
     planted = 100 * (1 / 1.05 - 1)
     assert abs(rows[(busy, f"head {empty}")]["effect_pct"] - planted) < 0.3
     meta = json.loads((out / "meta.json").read_text())
-    trees = [t for k, t in meta["revisions"].items() if "#aa" not in k]
+    trees = [t for k, t in meta["revisions"]["trees"].items() if "#aa" not in k]
     assert all(t["setup"]["exit_code"] == 0 for t in trees)
     assert all((Path(t["path"]) / "setup.log").read_text() == "installed\n" for t in trees)
-    assert {c["subject"] for c in meta["commits"]} == {"slower kernels", "docs"}
+    assert {c["subject"] for c in meta["revisions"]["commits"]} == {"slower kernels", "docs"}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.engine.rounds import MAX_ATTEMPTS, RoundPlan, timed_rounds
-from kprof.run_model import CaseRecord, Leg, Protocol, Role, Run
+from kprof.run_model import CaseRecord, Leg, Protocol, Role, Run, WorkloadSubject
 from kprof.store.run_folder import RunFolder
 
 LEGS = ["base", "fast"]
@@ -46,7 +46,7 @@ def _folder(tmp_path: Path) -> RunFolder:
         Leg("fast", frozenset({"f"}), roles=frozenset({Role.ADD_ONE})),
     ]
     folder = RunFolder(tmp_path / "run")
-    folder.create(Run("workload", "w", "w", legs, [CaseRecord("c")], Protocol(rounds=6)))
+    folder.create(Run(WorkloadSubject(spec="w", name="w"), legs, [CaseRecord("c")], Protocol(rounds=6)))
     return folder
 
 

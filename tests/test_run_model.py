@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from fake_runs import write_run
+from fake_runs import as_version_3, write_run
 
 from conftest import ROOT
 from kprof.analysis.run_analysis import analyse_run
@@ -17,7 +17,7 @@ from kprof.commands.compare import load_side
 from kprof.errors import KprofInputError
 from kprof.report.run_report import run_document
 from kprof.report.table import render_markdown
-from kprof.run_model import RUN_FORMAT_VERSION, Leg, Protocol, Role, Run, migrate
+from kprof.run_model import RUN_FORMAT_VERSION, Leg, ProgramSubject, Protocol, Role, Run, WorkloadSubject, migrate
 from kprof.store.run_folder import RunFolder
 
 STORED = sorted((ROOT / "docs" / "runs").glob("*/*/meta.json")) + sorted(
@@ -37,7 +37,7 @@ def test_every_stored_run_loads_through_the_migration(meta: Path) -> None:
     assert [leg.name for leg in run.legs] == [d["name"] for d in raw["legs"]]
     assert run.baseline.has(Role.BASELINE) and run.aa_legs
     if raw["run_format_version"] == 1:  # written by the first sessions: migrated on read
-        assert run.kind == "workload" and run.case_names == raw["cases"]
+        assert not run.is_program and run.case_names == raw["cases"]
         for case in run.cases:
             assert case.params == raw["case_params"][case.name]
             assert case.bytes_per_call == raw["bytes_per_call"][case.name]
@@ -67,7 +67,8 @@ def test_version_1_program_run_is_migrated() -> None:
         "run_format_version": 1,
     }
     d = migrate(v1)
-    assert d["kind"] == "program" and d["run_format_version"] == RUN_FORMAT_VERSION
+    assert d["subject"] == {"kind": "program", "name": "python bench.py", "command": ["python", "bench.py"]}
+    assert d["run_format_version"] == RUN_FORMAT_VERSION
     assert d["cases"][0]["name"] == "GPU busy per process"
     run = Run.from_record(v1)
     assert run.baseline.name == "base" and run.aa_legs[0].env == (("X", "1"),)
@@ -91,7 +92,7 @@ def test_bad_descriptions_are_one_line_errors(raw: object, words: str) -> None:
 
 def test_a_run_needs_exactly_one_baseline() -> None:
     legs = [Leg("a", roles=frozenset({Role.LEG})), Leg("b", roles=frozenset({Role.AA}), replica=1)]
-    raw = Run("program", "p", "p", legs, [], Protocol(rounds=6)).record()
+    raw = Run(ProgramSubject(command=["p"], name="p"), legs, [], Protocol(rounds=6)).record()
     with pytest.raises(KprofInputError, match="exactly one leg with the baseline role"):
         Run.from_record(raw)
 
@@ -112,7 +113,7 @@ def test_program_run_with_arbitrary_names_and_a_kernel_one_leg_lacks(tmp_path: P
         Leg("base (A/A)", roles=frozenset({Role.AA}), replica=1),
     ]
     effects = {"base": 0.0, "slow": math.log(1.10), "base (A/A)": 0.0}
-    folder = write_run(tmp_path / "run", legs, lambda leg, case: effects[leg.name], kind="program")
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: effects[leg.name], program=True)
     # a kernel that only the slow leg launches: its own case, with no baseline rounds
     extra = folder.read("samples").query("leg == 'slow'").assign(case="extra_kernel (per call)")
     folder.write_part("samples", 9, 0, extra)
@@ -182,11 +183,8 @@ def test_a_leg_that_failed_in_a_later_process_is_not_reported_from_earlier_round
 
 def _v3(**changes: object) -> dict:
     legs = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
-    raw = Run("workload", "w", "w", legs, [], Protocol(rounds=6)).record()
-    for group in ("protocol", "placement"):  # a folder of version 3 kept these at the top level
-        raw.update(raw.pop(group))
-    raw.update(run_format_version=3, **changes)
-    return raw
+    raw = Run(WorkloadSubject(spec="w", name="w"), legs, [], Protocol(rounds=6)).record()
+    return {**as_version_3(raw), **changes}
 
 
 def test_an_older_folder_gets_the_values_its_kprof_had_and_a_new_one_the_defaults() -> None:
@@ -195,9 +193,9 @@ def test_an_older_folder_gets_the_values_its_kprof_had_and_a_new_one_the_default
     run = Run.from_record(old)
     assert (run.protocol.timer_mode, run.protocol.captures) == ("events", "once")  # from before those choices
     assert run.protocol.rounds == 6 and run.placement.device == "cpu"  # the flat keys, grouped
-    new = Run("workload", "w", "w", run.legs, [], Protocol(rounds=6)).record()
+    new = Run(WorkloadSubject(spec="w", name="w"), run.legs, [], Protocol(rounds=6)).record()
     del new["protocol"]["timer_mode"], new["protocol"]["captures"]
-    assert RUN_FORMAT_VERSION == new["run_format_version"] == 4
+    assert RUN_FORMAT_VERSION == new["run_format_version"] == 5
     protocol = Run.from_record(new).protocol
     assert (protocol.timer_mode, protocol.captures) == ("auto", "per-round")
 
@@ -218,3 +216,45 @@ def test_a_value_of_the_wrong_type_is_named_with_its_field() -> None:
 def test_keys_this_version_does_not_model_are_kept() -> None:
     run = Run.from_record({**_v3(), "from_a_later_kprof": {"x": 1}})
     assert run.extra == {"from_a_later_kprof": {"x": 1}} and run.record()["from_a_later_kprof"] == {"x": 1}
+
+
+def _v4(kind: str, **changes: object) -> dict:
+    """A meta.json as format 4 wrote it: the subject's and the revisions' keys at the top level."""
+    legs = [Leg("base", roles=frozenset({Role.BASELINE}), revision="base"), Leg("head", roles=frozenset({Role.LEG}))]
+    raw = Run(WorkloadSubject(spec="w", name="w"), legs, [], Protocol(rounds=6)).record()
+    del raw["subject"], raw["revisions"]
+    flat = dict(kind=kind, workload="w", workload_name="w", program=[], step_pattern="", metric="")
+    flat |= dict(reference_rtol=0.02, workload_in_tree="", repo=None, commits=[], revisions={}, benchmark=None)
+    flat |= dict(paths=[], left_out=[], setup_command="", allow_changed_outputs=False)
+    return {**raw, **flat, "run_format_version": 4, **changes}
+
+
+def test_a_version_4_folder_gets_its_subject_and_revisions_grouped() -> None:
+    plain = Run.from_record(_v4("workload", reference_rtol=0.05))
+    assert plain.subject == WorkloadSubject(spec="w", name="w", reference_rtol=0.05)
+    assert plain.revisions is None and not plain.extra
+    tree = {"path": "/cache/t", "base": "abc", "ops": [], "worktree": False, "refused": "", "setup": {}}
+    bench = {"path": "/home/u/bench.py", "sha256": "0" * 64, "in_tree": ""}
+    program = _v4(
+        "program",
+        workload="python bench.py --n 3",
+        workload_name="bench.py",
+        program=["python", "bench.py", "--n", "3"],
+        metric="gemm",
+        repo="/src/repo",
+        commits=[{"sha": "abc"}],
+        revisions={"base": tree},
+        benchmark=bench,
+        setup_command="make",
+    )
+    run = Run.from_record(program)
+    assert run.is_program and run.subject == ProgramSubject(
+        command=["python", "bench.py", "--n", "3"], name="bench.py", metric="gemm"
+    )
+    assert run.revisions is not None and run.revisions.repo == "/src/repo" and run.revisions.setup_command == "make"
+    assert run.tree("base") is not None and run.tree("base").path == "/cache/t" and run.tree("head") is None
+    assert run.revisions.benchmark is not None and run.revisions.benchmark.path == "/home/u/bench.py"
+    assert not run.extra  # every flat key found its place
+    again = Run.from_record(run.record())  # format 5 reads back as it was written
+    assert again.subject == run.subject and again.revisions == run.revisions
+    assert run.record()["subject"]["kind"] == "program" and run.record()["run_format_version"] == 5

@@ -12,7 +12,7 @@ import pytest
 from fake_runs import write_run
 
 from kprof.errors import KprofInputError
-from kprof.run_model import Leg, Role
+from kprof.run_model import Leg, RevisionSet, Role
 from kprof.store.layout import STATUS, status_file
 
 LEGS = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
@@ -79,7 +79,11 @@ def test_meta_json_is_written_once_what_the_run_finds_goes_to_state_json(tmp_pat
     from kprof.run_model import RevisionTree
 
     folder = write_run(
-        tmp_path / "run", LEGS, lambda leg, case: 0.0, rounds=6, revisions={"abc": RevisionTree("/t", "x")}
+        tmp_path / "run",
+        LEGS,
+        lambda leg, case: 0.0,
+        rounds=6,
+        revisions=RevisionSet(repo="/r", trees={"abc": RevisionTree("/t", "x")}),
     )
     meta = folder.meta_path.read_bytes()
     folder.record_measurements({"copy_gbps": 4200.0, "measured_in_case": "c"}, "0", lambda info: "events")
@@ -90,8 +94,8 @@ def test_meta_json_is_written_once_what_the_run_finds_goes_to_state_json(tmp_pat
     run = folder.read_run()
     assert run.timer_info["gpus"]["1"]["copy_gbps"] == 4100.0
     assert run.timer_info["copy_gbps"] == 4200.0  # the first GPU's stand for the run
-    assert run.timer == "events" and run.revisions["abc"].refused == "does not apply"
-    assert run.revisions["abc"].path == "/t"
+    assert run.timer == "events" and run.revisions.trees["abc"].refused == "does not apply"
+    assert run.revisions.trees["abc"].path == "/t"
 
 
 @pytest.mark.parametrize("text", ["{broken", "[]", '{"timer": 3}', '{"revisions": {"abc": 1}}'])

@@ -41,7 +41,7 @@ class RunReport:
 
 
 def no_rounds_message(run: Run) -> str:
-    if run.kind == "program":
+    if run.is_program:
         failures = run.status(run.case_names[0]).extra.get("failures") or {}
         if failures:
             return f"holds no finished round: every process failed (first: {next(iter(failures.values()))})"
@@ -65,7 +65,7 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     folder = RunFolder(root)
     run = folder.read_run()
     samples = reported_samples(folder, run, skip_damaged=True)
-    if run.kind == "program":
+    if run.is_program:
         cases = samples["case"].astype(str)
         samples = samples.assign(case=cases.map(kernel_case_labels(cases.unique())))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct

@@ -16,7 +16,7 @@ from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, p
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError, RunIncomplete
 from kprof.events import Event
-from kprof.run_model import Run
+from kprof.run_model import BenchmarkRecord, Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -35,7 +35,7 @@ def start(
     if isinstance(request, RunRequest):
         return create_run(out, request, on_event)
     run = plan_program_run(request, on_event)
-    folder = RunFolder(out or default_folder(run.workload_name))
+    folder = RunFolder(out or default_folder(run.subject.name))
     folder.create(run)
     return folder
 
@@ -93,7 +93,7 @@ def bisect_revisions(
             step = create_run(folder, replace(step_req, gpus=None, on_gpu=gpu), on_event)
         else:
             step = start(step_req, folder, on_event)
-        if step.read_run().benchmark != first.benchmark:  # the same benchmark in every step
+        if _benchmark(step.read_run()) != _benchmark(first):  # the same benchmark in every step
             raise KprofInputError(
                 req.workload if isinstance(req, RunRequest) else req.program[0],
                 "changed while the bisect ran: restore it, or start a new bisect",
@@ -113,6 +113,10 @@ def bisect_revisions(
         paths=list(req.paths),
         left_out=commit_records(span.left_out),
     )
+
+
+def _benchmark(run: Run) -> BenchmarkRecord | None:
+    return run.revisions.benchmark if run.revisions is not None else None
 
 
 def _bisect_ends(

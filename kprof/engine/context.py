@@ -48,7 +48,7 @@ class CaseContext:
     @classmethod
     def open(cls, folder: RunFolder, case_index: int, skip: set[str], part_index: int = 0) -> CaseContext:
         run = folder.read_run()
-        workload = load_workload(run.workload)
+        workload = load_workload(run.subject.spec)
         record = run.cases[case_index]
         name = record.repeats or record.name
         case = next(c for c in workload.cases(run.preset) if c.name == name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -54,7 +55,35 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _first_call(ctx: CaseContext, leg: Leg, fn: Callable[[], None], compile_rows: list[dict[str, Any]]) -> list[Launch]:
+def launch_failure(error: Exception) -> str:
+    """Why a leg's call could not be made, in one line (a sweep value that does not compile, a
+    revision that raises)."""
+    return f"launch: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+
+
+def checked_call(
+    ctx: CaseContext, leg: Leg, state: Any, call: Callable[[Callable[[], None]], Any] | None = None
+) -> tuple[Callable[[], None], Any]:
+    """The gate's call of one leg, in every transport: the leg's call on ``state``, made once on
+    poisoned outputs from the state's initial contents (by ``call`` where given: recording its
+    launches) and finished on the device. Returns the call and what ``call`` returned; what the
+    leg's code raises goes up."""
+    fn = ctx.launch(leg, state)
+    poison(ctx.workload.outputs(state))
+    ctx.workload.reset(state)
+    made = call(fn) if call is not None else fn()
+    sync(ctx.device)
+    return fn, made
+
+
+def recorded(fn: Callable[[], None]) -> list[Launch]:
+    """``fn`` called once, and what it launched."""
+    with recording() as launches:
+        fn()
+    return list(launches)
+
+
+def _first_call(ctx: CaseContext, leg: Leg, compile_rows: list[dict[str, Any]], fn: Callable[[], None]) -> list[Launch]:
     """Run ``fn`` once, recording its launches and (on a GPU) the compile metadata of its kernels."""
     with recording() as launches:
         if ctx.device != "cpu":  # the interpreter compiles nothing
@@ -106,19 +135,17 @@ def run_gate(ctx: CaseContext) -> GateResult:
             if plant is not None and plant[0] == "spin_pct":
                 continue  # the spin alone writes no output: nothing to check
             ctx.at("check", leg.name)
+            record = k == first and plant is None
             try:
-                fn = ctx.launch(leg, state)
-                poison(w.outputs(state))
-                w.reset(state)
-                if k == first and plant is None:
-                    out.launches[leg.name] = _first_call(ctx, leg, fn, compile_rows)
-                else:
-                    fn()
-                sync(ctx.device)
+                fn, seen = checked_call(
+                    ctx, leg, state, partial(_first_call, ctx, leg, compile_rows) if record else None
+                )
             except Exception as e:  # a sweep value that does not compile (shared memory, registers)
-                out.failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+                out.failed[leg.name] = launch_failure(e)
                 emit(LegFailed(case=ctx.case.name, leg=leg.name, reason=out.failed[leg.name]))
                 continue
+            if record:
+                out.launches[leg.name] = seen
             res = compare(w.outputs(state), out.baseline_outputs[k], reference, ctx.rule(leg), w.reference_rtol)
             checks.append(check_row(ctx.case.name, leg.name, -1, k, res))
             if not res.passed:

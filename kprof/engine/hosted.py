@@ -48,7 +48,7 @@ from kprof.launches import launch_rows
 from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
 from kprof.revisions.trees import revision_env
-from kprof.run_model import Leg, Role, Run
+from kprof.run_model import Leg, Role, Run, WorkloadSubject
 from kprof.store.layout import host_log, outputs_file
 from kprof.store.run_folder import RunFolder
 from kprof.timer.kernel_time import KERNEL_TIME_LABEL, wants_kernel_time
@@ -132,7 +132,7 @@ def run_hosted_case(
     run = folder.read_run()
     failed: dict[str, str] = {}
     for leg in run.legs:
-        tree = run.revisions.get(leg.revision or "")
+        tree = run.tree(leg.revision)
         if tree is None or tree.refused:
             failed[leg.name] = f"refused: {tree.refused if tree else 'no tree'}"
     keys = sorted({leg.revision for leg in run.legs if leg.name not in failed and leg.revision})
@@ -242,7 +242,9 @@ class HostedCase:
         checks, changed = [], {}
         # Each revision's outputs against the baseline revision's under the workload's float64
         # tolerance and, on the first set, against the reference; the baseline's are read once.
-        rule, rtol = Rule("tolerance", rtol=self.run.reference_rtol), self.run.reference_rtol
+        subject, revisions = self.run.subject, self.run.revisions
+        assert isinstance(subject, WorkloadSubject) and revisions is not None  # hosted: a workload's revisions
+        rule, rtol = Rule("tolerance", rtol=subject.reference_rtol), subject.reference_rtol
         base = [self._saved(self.run.baseline.name, k) for k in range(self.sets)]
         ref = self._saved("reference", 0)
         for leg in self.run.legs:
@@ -252,7 +254,7 @@ class HostedCase:
                 res = compare(self._saved(leg.name, k), base[k], ref if k == 0 else None, rule, rtol)
                 checks.append(check_row(self.case, leg.name, -1, k, res))
                 if not res.passed:
-                    if self.run.allow_changed_outputs:
+                    if revisions.allow_changed_outputs:
                         changed[leg.name] = res.detail
                     else:
                         self.fail(leg.name, f"outputs changed: {res.detail} (--allow-changed-outputs times it anyway)")
@@ -333,8 +335,9 @@ def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None
     """Revision runs: every case with one leg host per revision tree (kprof.engine.hosted), all of
     a case's hosts pinned to one GPU; with ``--gpus`` the cases are sharded as worker cases are."""
     run = folder.read_run()
-    if run.benchmark is not None and not run.benchmark.in_tree:
-        check_unchanged(run.benchmark)
+    bench = run.revisions.benchmark if run.revisions is not None else None
+    if bench is not None and not bench.in_tree:
+        check_unchanged(bench)
     pending = folder.unfinished_cases(run)
     if pending:
         say_refused(run, on_event)

@@ -20,10 +20,10 @@ from typing import Any
 
 import msgspec
 
-from kprof.correctness import Rule, compare, poison
+from kprof.correctness import Rule, compare
 from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
-from kprof.engine.gate import check_row, sync
+from kprof.engine.gate import check_row, checked_call, launch_failure, recorded
 from kprof.engine.host_messages import (
     Capture,
     Checked,
@@ -44,29 +44,29 @@ from kprof.engine.host_messages import (
     encode,
 )
 from kprof.engine.lifeline import die_with_parent
+from kprof.engine.rounds import replayed_outputs
 from kprof.errors import KprofInputError
-from kprof.launches import recording
 from kprof.revisions.benchmark import BenchmarkChanged, check_unchanged, import_path, in_tree_path, without_tree
-from kprof.run_model import Run
+from kprof.run_model import RevisionSet, WorkloadSubject
 from kprof.store.layout import outputs_file
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Workload, load_workload
 
 
-def import_workload(run: Run, tree: Path) -> Workload:
+def import_workload(subject: WorkloadSubject, revisions: RevisionSet, tree: Path) -> Workload:
     """The workload this revision runs: the user's benchmark (from where the user keeps it, with the
     tree first on the import path, unchanged since the run was planned), a bundled family's module
     from the tree, or — runs from before format 3 — a file at its path inside the tree."""
-    bench = run.benchmark
+    bench = revisions.benchmark
     if bench is None:
         sys.path.insert(0, str(tree))
-        spec = run.workload_in_tree or run.workload
+        spec = subject.in_tree or subject.spec
         if spec.endswith(".py"):
             return load_workload(str(tree / spec))
         return importlib.import_module(f"{bundled_package(tree, spec)}.{spec}.workload").WORKLOAD
     if not bench.in_tree:
         check_unchanged(bench)
-    sys.path[:0] = import_path(tree, bench, Path(run.repo or tree))
+    sys.path[:0] = import_path(tree, bench, Path(revisions.repo))
     return load_workload(str(in_tree_path(bench, tree)))
 
 
@@ -100,9 +100,10 @@ class LegHost:
     def __init__(self, root: Path, case_index: int, key: str) -> None:
         folder = RunFolder(root)
         run = folder.read_run()
-        tree = Path(run.revisions[key].path or ".")
+        assert isinstance(run.subject, WorkloadSubject) and run.revisions is not None  # a workload's revisions
+        tree = Path(run.revisions.trees[key].path or ".")
         try:
-            workload = import_workload(run, tree)
+            workload = import_workload(run.subject, run.revisions, tree)
         except BenchmarkChanged as e:  # not the revision's fault
             raise HostRefused(str(e), revision_wide=False) from None
         except KprofInputError as e:  # the user's file failed to import with this revision's code
@@ -131,14 +132,9 @@ class LegHost:
                 if leg.name in failed:
                     continue
                 try:
-                    fn = ctx.launch(leg, state)
-                    poison(w.outputs(state))
-                    w.reset(state)
-                    with recording() as seen:
-                        fn()
-                    sync(ctx.device)
+                    fn, seen = checked_call(ctx, leg, state, recorded)
                 except Exception as e:  # a revision that does not compile or raises
-                    failed[leg.name] = f"launch: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+                    failed[leg.name] = launch_failure(e)
                     continue
                 if k == 0:
                     launches[leg.name] = [x.record() for x in seen]
@@ -182,17 +178,12 @@ class LegHost:
     def race(self, cmd: Race) -> Checked:
         """Each leg replayed on that round's buffers, poisoned first, against its own gate outputs:
         the same code on the same inputs must give the same bytes."""
-        ctx, w, timer = self.ctx, self.ctx.workload, self.ctx.timer
-        assert timer is not None
         rows = []
         for name, k in cmd.items:
             li = self.index[name]
-            poison(w.outputs(ctx.states[k]))
-            w.reset(ctx.states[k])
-            timer.replay((li, k))
-            sync(ctx.device)
-            res = compare(w.outputs(ctx.states[k]), self.own_outputs[(li, k)], None, Rule("bitwise"), float("inf"))
-            rows.append(check_row(ctx.case.name, ctx.legs[li].name, cmd.round, k, res))
+            outs = replayed_outputs(self.ctx, (li, k))
+            res = compare(outs, self.own_outputs[(li, k)], None, Rule("bitwise"), float("inf"))
+            rows.append(check_row(self.ctx.case.name, name, cmd.round, k, res))
         return Checked(rows=rows)
 
     def conditions(self, cmd: ReadConditions) -> Conditions:

@@ -18,14 +18,14 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     returns, the folder's parts are compacted (an interrupted run keeps its parts as they are)."""
     with folder.lock(), ExitStack() as held:
         run = folder.read_run()
-        if run.revisions:  # its trees stay in the cache while it runs; any cleaned away are made again
+        if run.revisions is not None:  # its trees stay in the cache while it runs; any cleaned away are made again
             from kprof.revisions.plan import restore_trees
             from kprof.revisions.trees import cache_in_use
 
             held.enter_context(cache_in_use())
             restore_trees(folder, on_event)
             run = folder.read_run()
-        if run.kind == "program":
+        if run.is_program:
             from kprof.engine.program import execute_program
 
             execute_program(folder, on_event)

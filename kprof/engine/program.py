@@ -30,7 +30,7 @@ from kprof.errors import KprofInputError, checked_regex
 from kprof.events import Event, LegFailed, RevisionRefused, RoundDone
 from kprof.ingest.load import load_trace
 from kprof.ingest.names import name_matches
-from kprof.run_model import PER_CALL, CaseRecord, Leg, Placement, Protocol, Role, Run
+from kprof.run_model import PER_CALL, CaseRecord, Leg, Placement, ProgramSubject, Protocol, Role, Run
 from kprof.store.run_folder import RunFolder
 
 BUSY_CASE = "GPU busy per process"
@@ -98,12 +98,15 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
     program_collector(req.collector).check(req.program)
     if req.rounds < 6:
         raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval")
+    subject = ProgramSubject(
+        command=list(req.program),
+        name=_program_name(req.program),
+        step_pattern=checked_regex(req.steps, "--steps").pattern if req.steps else "",
+        metric=checked_regex(req.metric, "--metric").pattern if req.metric else "",
+    )
     run = Run(
-        kind="program",
+        subject,
         command="kprof " + " ".join(req.argv),
-        workload=" ".join(req.program),
-        workload_name=_program_name(req.program),
-        program=list(req.program),
         collector=req.collector,
         preset="program",
         cases=[CaseRecord(BUSY_CASE)],
@@ -114,9 +117,6 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         seed=req.seed,
         dtype="program",
         threshold_pct=req.threshold_pct,
-        setup_command=req.setup,
-        step_pattern=checked_regex(req.steps, "--steps").pattern if req.steps else "",
-        metric=checked_regex(req.metric, "--metric").pattern if req.metric else "",
         timer=f"{req.collector} trace (device time of each process's kernels)",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
@@ -132,13 +132,11 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
     from kprof.revisions.plan import find_repo, note_benchmark, revision_legs
 
     repo = find_repo(req.repo, None)
-    run.program, run.benchmark = locate_program(req.program, repo.root, req.in_tree)
-    run.workload = " ".join(run.program)
+    subject.command, bench = locate_program(req.program, repo.root, req.in_tree)
     plan = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, 2e-2, req.paths, req.setup, on_event)
-    note_benchmark(plan, run.benchmark, repo, on_event)
+    note_benchmark(plan, bench, repo, on_event)
     run.legs, run.features, run.design = plan.legs, plan.features, req.design
-    for name, value in plan.fields(repo, req.paths).items():
-        setattr(run, name, value)
+    run.revisions = plan.revision_set(repo, req.paths, bench, req.setup)
     return run
 
 
@@ -157,14 +155,14 @@ def _leg_env(run: Run, leg: Leg) -> tuple[dict[str, str], Path | None]:
     """A leg's environment and working directory: its variables; in a revision's tree, that tree's
     code first on Python's import path (and its own Triton cache)."""
     env = dict(os.environ, **dict(leg.env))
-    tree = run.revisions.get(leg.revision or "")
-    if tree is None or not tree.path:
+    tree = run.tree(leg.revision)
+    if run.revisions is None or tree is None or not tree.path:
         return env, None
     from kprof.revisions.benchmark import import_path, program_env
     from kprof.revisions.trees import revision_env
 
-    path = Path(tree.path)
-    entries = import_path(path, run.benchmark, Path(run.repo or path)) if run.benchmark else [str(path)]
+    path, bench = Path(tree.path), run.revisions.benchmark
+    entries = import_path(path, bench, Path(run.revisions.repo)) if bench else [str(path)]
     env = program_env(dict(revision_env(run, leg.revision or ""), **dict(leg.env)), entries)
     return env, path
 
@@ -177,12 +175,14 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     from kprof.revisions.plan import say_refused
 
     run = folder.read_run()
+    subject = program_subject(run)
+    bench = run.revisions.benchmark if run.revisions is not None else None
     collect = program_collector(run.collector)
     say_refused(run, on_event)
     status = run.status(BUSY_CASE)
     dropped: dict[str, str] = dict(status.failed)  # legs left out of every round, and why
     for leg in run.legs:
-        tree = run.revisions.get(leg.revision or "")
+        tree = run.tree(leg.revision)
         if tree is not None and (tree.refused or tree.path is None):
             dropped.setdefault(leg.name, f"refused: {tree.refused}")
     if run.baseline.name in dropped:
@@ -193,8 +193,8 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     for r in range(run.protocol.rounds + 1):
         if r in done:
             continue
-        if run.benchmark is not None and not run.benchmark.in_tree:
-            check_unchanged(run.benchmark)
+        if bench is not None and not bench.in_tree:
+            check_unchanged(bench)
         rows: list[dict[str, Any]] = []
         for slot, li in enumerate(orders[r]):
             leg = run.legs[li]
@@ -202,10 +202,10 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                 continue
             env, cwd = _leg_env(run, leg)
             try:
-                path = collect.run(run.program, (folder.root / "traces").resolve(), f"r{r:03d}-{li}", env, cwd)
-                trace = load_trace(path, step_pattern=run.step_pattern or None)
+                path = collect.run(subject.command, (folder.root / "traces").resolve(), f"r{r:03d}-{li}", env, cwd)
+                trace = load_trace(path, step_pattern=subject.step_pattern or None)
                 common = dict(leg=leg.name, round=r, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
-                rows += process_samples(trace.events, run, common)
+                rows += process_samples(trace.events, subject, common)
             except KprofInputError as e:
                 reason = _reason(e, cwd)
                 base = leg.has(Role.BASELINE) or leg.has(Role.AA)
@@ -233,7 +233,14 @@ def _reason(error: KprofInputError, tree: Path | None) -> str:
     return without_tree(str(error), tree)
 
 
-def process_samples(events: pd.DataFrame, run: Run, common: dict[str, Any]) -> list[dict[str, Any]]:
+def program_subject(run: Run) -> ProgramSubject:
+    """The program a program run measures (this module runs nothing else)."""
+    if not isinstance(run.subject, ProgramSubject):
+        raise KprofInputError("meta.json", f"describes a {run.subject.__class__.__name__}, not a program run")
+    return run.subject
+
+
+def process_samples(events: pd.DataFrame, subject: ProgramSubject, common: dict[str, Any]) -> list[dict[str, Any]]:
     """One process's samples: GPU busy per steady step (one sample per step; the first step is
     warm-up) when its trace has steps, GPU busy over the whole process, the --metric kernels' time
     (per steady step, else per process), and every kernel's µs per call (in the steady steps)."""
@@ -241,8 +248,8 @@ def process_samples(events: pd.DataFrame, run: Run, common: dict[str, Any]) -> l
         raise KprofInputError("the trace", "holds no GPU activity (was it run on a GPU?)")
     steps, _ = step_table(events)
     steady = steps.loc[~steps["warmup"].astype(bool), "step"].to_numpy("int64") if len(steps) else []
-    if run.step_pattern and not len(steady):
-        raise KprofInputError("--steps", f"{run.step_pattern!r} marks fewer than two steps in the trace")
+    if subject.step_pattern and not len(steady):
+        raise KprofInputError("--steps", f"{subject.step_pattern!r} marks fewer than two steps in the trace")
     rows = []
     if len(steady):
         busy = steps.set_index("step")["busy_us"]
@@ -251,8 +258,8 @@ def process_samples(events: pd.DataFrame, run: Run, common: dict[str, Any]) -> l
     kernels = events[events["kind"] == "kernel"]
     if len(steady):
         kernels = kernels[kernels["step"].isin(steady)]
-    if run.metric:
-        rows += _metric_rows(kernels, run.metric, steady, common)
+    if subject.metric:
+        rows += _metric_rows(kernels, subject.metric, steady, common)
     for name, g in kernels.groupby("name", observed=True):
         rows.append(dict(common, case=f"{name}{PER_CALL}", sample=0, time_ns=float(g["dur_ns"].astype("int64").mean())))
     return rows
@@ -279,9 +286,9 @@ def _metric_rows(kernels: pd.DataFrame, pattern: str, steady: Any, common: dict[
 def headline_case(folder: RunFolder) -> str:
     """The case a bisect of whole programs follows: the --metric kernels, else GPU busy per steady
     step when the traces have steps, else GPU busy per process."""
-    run = folder.read_run()
+    subject = program_subject(folder.read_run())
     cases = set(folder.read("samples")["case"].astype(str)) if folder.finished_rounds(0) else set()
-    if run.metric:
-        stepped = metric_case(run.metric, True)
-        return stepped if stepped in cases else metric_case(run.metric, False)
+    if subject.metric:
+        stepped = metric_case(subject.metric, True)
+        return stepped if stepped in cases else metric_case(subject.metric, False)
     return BUSY_STEP_CASE if BUSY_STEP_CASE in cases else BUSY_CASE

@@ -20,7 +20,7 @@ from kprof.engine.options import RunRequest, check_options
 from kprof.engine.ray_cases import ray_module
 from kprof.errors import KprofInputError
 from kprof.events import Event, Note
-from kprof.run_model import CaseRecord, FeatureRecord, Leg, Placement, Protocol, Run
+from kprof.run_model import CaseRecord, FeatureRecord, Leg, Placement, Protocol, RevisionSet, Run, WorkloadSubject
 from kprof.store.run_folder import RunFolder
 from kprof.workload import Case, Workload, load_workload
 
@@ -68,10 +68,10 @@ def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | 
 
 def _revision_workload(
     req: RunRequest, on_event: Callable[[Event], None]
-) -> tuple[Workload, list[Leg], list[FeatureRecord], dict[str, Any]]:
+) -> tuple[Workload, list[Leg], list[FeatureRecord], RevisionSet]:
     """The workload (a bundled family by name, from the running kprof; a user's file, from where the
     user keeps it, read with the baseline revision's code first on the import path), the legs, the
-    commits as levers, and the Run fields that describe the revisions (repository, commits, trees)."""
+    commits as levers, and the revisions (repository, commits, trees)."""
     from kprof.revisions.benchmark import import_path, imports_from, in_tree_path, locate, without_tree
     from kprof.revisions.plan import find_repo, note_benchmark, revision_legs
 
@@ -101,13 +101,8 @@ def _revision_workload(
         for text in dict.fromkeys(str(w.message) for w in seen):  # the revision's own warnings, said once
             on_event(Note(text=f"importing the benchmark at {base_leg.name}: {without_tree(text, tree)}"))
     assert workload is not None
-    fields = plan.fields(repo, req.paths) | dict(
-        workload_in_tree=req.workload if bundled else "",
-        benchmark=bench,
-        allow_changed_outputs=req.allow_changed_outputs,
-        setup_command=req.setup,
-    )
-    return workload, plan.legs, plan.features, fields
+    revisions = plan.revision_set(repo, req.paths, bench, req.setup, req.allow_changed_outputs)
+    return workload, plan.legs, plan.features, revisions
 
 
 def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list[CaseRecord]:
@@ -129,9 +124,9 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
     device = req.device or default_device()
     check_device(device)
     gpus = [req.on_gpu] if req.on_gpu is not None else parse_gpus(req.gpus, device)
-    revision_fields: dict[str, Any] = {}
+    revisions = None
     if req.by_revision:
-        workload, legs, features, revision_fields = _revision_workload(req, on_event)
+        workload, legs, features, revisions = _revision_workload(req, on_event)
     else:
         from kprof.revisions.plan import refuse_revision_options
 
@@ -147,10 +142,8 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
     if not req.by_revision:
         legs, features, design = _feature_legs(req, workload, sweep)
     return Run(
-        kind="workload",
+        WorkloadSubject(spec=req.workload, name=workload.name, reference_rtol=workload.reference_rtol),
         command="kprof " + " ".join(req.argv),
-        workload=req.workload,
-        workload_name=workload.name,
         preset=preset,
         cases=_across_gpus([_case_record(workload, c, sweep) for c in cases], gpus, req.aa_across_gpus),
         features=features,
@@ -171,11 +164,10 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),
         threshold_pct=req.threshold_pct,
         collector=req.collector,
-        reference_rtol=workload.reference_rtol,
+        revisions=revisions,
         versions=versions(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **git_state(),
-        **revision_fields,
     )
 
 

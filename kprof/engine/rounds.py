@@ -189,20 +189,25 @@ class LocalLegs:
         return self.ctx.legs[item[0]].name
 
 
-def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
-    timer = ctx.timer
+def replayed_outputs(ctx: CaseContext, item: Item) -> dict[str, Any]:
+    """The race check's replay, in every transport: the item's prepared call (a graph on a GPU)
+    replayed once on its buffer set, outputs poisoned first, from the state's initial contents."""
+    timer, state = ctx.timer, ctx.states[item[1]]
     assert timer is not None
-    w = ctx.workload
+    poison(ctx.workload.outputs(state))
+    ctx.workload.reset(state)
+    timer.replay(item)
+    sync(ctx.device)
+    return ctx.workload.outputs(state)
+
+
+def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
     rows = []
     for li, k in items:
         leg = ctx.legs[li]
         if leg.plant is not None and leg.plant[0] == SPIN_PARAM:
             continue
-        poison(w.outputs(ctx.states[k]))
-        w.reset(ctx.states[k])
-        timer.replay((li, k))
-        sync(ctx.device)
-        res = compare(w.outputs(ctx.states[k]), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
+        res = compare(replayed_outputs(ctx, (li, k)), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
         rows.append(check_row(ctx.case.name, leg.name, r, k, res))
         if not res.passed:
             emit(Race(case=ctx.case.name, leg=leg.name, round=r, detail=res.detail or ""))

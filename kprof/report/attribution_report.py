@@ -126,7 +126,7 @@ def attribution_document(result: Attribution) -> Document:
         doc.table(commits)
     for line in revision_lines(run):
         doc.text(line)
-    for t in grid_tables(result.levers, revisions=bool(run.revisions)):
+    for t in grid_tables(result.levers, revisions=run.revisions is not None):
         doc.table(t)
     for t in sweep_tables(result.sweep) if len(result.sweep) else []:
         doc.table(t)
@@ -137,7 +137,7 @@ def attribution_document(result: Attribution) -> Document:
     for warning in result.run.warnings:
         doc.text(warning, "warning")
     doc.data = {
-        "workload": run.workload_name,
+        "workload": run.subject.name,
         "timer": run.timer_label,
         "levers": records(result.levers),
         "aa": [
@@ -227,10 +227,10 @@ def render_html(result: Attribution) -> str:
     except ImportError:
         raise KprofInputError("--format html", "needs matplotlib (pip install 'kprof[html]')") from None
     parts = [
-        f"<h1>{html.escape(run.workload_name)}: per-lever attribution</h1>",
+        f"<h1>{html.escape(run.subject.name)}: per-lever attribution</h1>",
         f"<p>{html.escape(run.timer_label)}; {html.escape(CONVENTION)}.</p>",
     ]
-    for t in grid_tables(table, revisions=bool(run.revisions)):
+    for t in grid_tables(table, revisions=run.revisions is not None):
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(html_table(t))
     for case, series in per_round.items():

@@ -73,7 +73,7 @@ def header(run: Run, what: str = "") -> str:
         " · graphs captured once per run" if run.placement.device != "cpu" and run.protocol.captures == "once" else ""
     )
     where = f"preset {run.preset} · {run.placement.device} {run.dtype}"
-    return f"{run.workload_name}{what} · {where} · timer: {run.timer_label}{once}"
+    return f"{run.subject.name}{what} · {where} · timer: {run.timer_label}{once}"
 
 
 def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
@@ -222,10 +222,11 @@ def calibration_tables(report: RunReport) -> list[Table]:
 
 def commits_table(run: Run) -> Table | None:
     """The commits of a revision run: each is a lever, named by its short SHA in the other tables."""
-    if not run.commits:
+    revisions = run.revisions
+    if revisions is None or not revisions.commits:
         return None
     t = Table(
-        f"commits ({run.repo})",
+        f"commits ({revisions.repo})",
         [
             Column("commit", "left"),
             Column("subject", "left", is_name=True),
@@ -233,7 +234,7 @@ def commits_table(run: Run) -> Table | None:
             Column("changes", "left"),
         ],
     )
-    for c in run.commits:
+    for c in revisions.commits:
         t.add(
             c["sha"][:7],
             cut_words(c.get("subject", ""), 90),
@@ -257,13 +258,20 @@ def paths_line(paths: list[str], kept: int, left_out: list[dict[str, Any]], what
 
 def revision_lines(run: Run) -> list[str]:
     """Where a revision run's benchmark came from, and the commits --paths left out."""
-    lines = []
-    if run.benchmark is not None:
-        b = run.benchmark
+    lines: list[str] = []
+    revisions = run.revisions
+    if revisions is None:
+        return lines
+    if revisions.benchmark is not None:
+        b = revisions.benchmark
         where = f"at {b.in_tree} inside each revision's tree" if b.in_tree else "from where you keep it"
         lines.append(f"benchmark {b.path} (SHA-256 {b.sha256[:12]}…), {where}; each revision's code from its own tree")
-    if run.paths:
-        lines.append(paths_line(run.paths, len(run.commits), run.left_out, "in the head's tree, switched by no leg"))
+    if revisions.paths:
+        lines.append(
+            paths_line(
+                revisions.paths, len(revisions.commits), revisions.left_out, "in the head's tree, switched by no leg"
+            )
+        )
     return lines
 
 
@@ -341,7 +349,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "timer": run.timer_label,
         "captures": run.protocol.captures,
         "processes": run.protocol.processes,
-        "workload": run.workload_name,
+        "workload": run.subject.name,
         "device": run.placement.device,
         "legs": records(report.effects),
         "aa": aa_records(report.summaries),
@@ -357,11 +365,12 @@ def to_json(report: RunReport) -> dict[str, Any]:
 
 def revision_json(run: Run) -> dict[str, Any]:
     """A revision run's benchmark and the commits --paths left out, for JSON readers."""
-    if not run.revisions:
+    revisions = run.revisions
+    if revisions is None:
         return {}
     return {
-        "benchmark": asdict(run.benchmark) if run.benchmark else None,
-        "commits": [{k: c.get(k) for k in ("sha", "subject")} for c in run.commits],
-        "paths": run.paths,
-        "left_out": [{k: c.get(k) for k in ("sha", "subject")} for c in run.left_out],
+        "benchmark": asdict(revisions.benchmark) if revisions.benchmark else None,
+        "commits": [{k: c.get(k) for k in ("sha", "subject")} for c in revisions.commits],
+        "paths": revisions.paths,
+        "left_out": [{k: c.get(k) for k in ("sha", "subject")} for c in revisions.left_out],
     }

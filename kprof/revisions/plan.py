@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kprof.errors import KprofInputError
 from kprof.events import Event, Note, Phase, RevisionRefused
@@ -17,7 +16,7 @@ from kprof.revisions.design import listed_legs, range_legs
 from kprof.revisions.git import Commit, CommitRange, Repo
 from kprof.revisions.tree_setup import refusal, run_setup
 from kprof.revisions.trees import OK_MARK, TreeSpec, materialise
-from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionTree, Run
+from kprof.run_model import BenchmarkRecord, FeatureRecord, Leg, RevisionSet, RevisionTree, Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -58,14 +57,19 @@ class RevisionPlan:
     features: list[FeatureRecord] = field(default_factory=list)
     left_out: list[Commit] = field(default_factory=list)
 
-    def fields(self, repo: Repo, paths: Sequence[str]) -> dict[str, Any]:
-        """The Run fields that describe the revisions."""
-        return dict(
+    def revision_set(
+        self, repo: Repo, paths: Sequence[str], bench: BenchmarkRecord | None, setup: str, allow_changed: bool = False
+    ) -> RevisionSet:
+        """The run's description of its revisions."""
+        return RevisionSet(
             repo=str(repo.root),
+            trees=self.trees,
             commits=commit_records(self.commits),
-            revisions=self.trees,
+            benchmark=bench,
             paths=list(paths),
             left_out=commit_records(self.left_out),
+            setup_command=setup,
+            allow_changed_outputs=allow_changed,
         )
 
 
@@ -140,17 +144,18 @@ def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
     """Make again the trees of a run's revisions that are gone from the cache (``kprof cache --clean``,
     another KPROF_CACHE) before it is resumed: the same commits, the same --setup. A copy of the
     uncommitted working tree cannot be made again as it was: a one-line refusal."""
-    run = folder.read_run()
-    lost = {key: t for key, t in run.revisions.items() if t.path and not (Path(t.path) / OK_MARK).is_file()}
-    if not lost:
+    revisions = folder.read_run().revisions
+    trees = revisions.trees if revisions is not None else {}
+    lost = {key: t for key, t in trees.items() if t.path and not (Path(t.path) / OK_MARK).is_file()}
+    if revisions is None or not lost:
         return
-    repo = Repo(Path(run.repo or "."))
+    repo = Repo(Path(revisions.repo))
     for key, old in lost.items():
         if old.worktree:
             gone = f"the tree of {key} (a copy of the working tree as it was then) is gone from the cache"
             raise KprofInputError(folder.root, f"{gone}: it cannot be made again; start a new run")
         spec = TreeSpec(old.base, tuple((op, sha) for op, sha in old.ops))
-        tree = _tree(repo, spec, run.setup_command, key, on_event)
+        tree = _tree(repo, spec, revisions.setup_command, key, on_event)
         folder.update_revision(key, path=tree.path, refused=tree.refused, setup=tree.setup)
         on_event(Note(text=f"made the tree of {key} again (it was gone from the cache)"))
 
@@ -158,7 +163,7 @@ def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
 def say_refused(run: Run, on_event: Callable[[Event], None]) -> None:
     """One line per revision that cannot be run (a commit that does not apply, a failed --setup, code
     that does not import): said once, before any round, and left out of every case."""
-    for key, tree in run.revisions.items():
+    for key, tree in run.revisions.trees.items() if run.revisions is not None else ():
         legs = [leg.name for leg in run.legs if leg.revision == key]
         if tree.refused and legs and "#aa" not in key:
             on_event(RevisionRefused(leg=", ".join(legs), reason=tree.refused))

@@ -145,7 +145,7 @@ def revision_env(run: Run, key: str) -> dict[str, str]:
     if run.placement.device == "cpu":
         # One thread each: idle OpenMP threads of one host spin and slow the host timed next.
         env.update(TRITON_INTERPRET="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    tree = run.revisions[key].path
-    if tree:
-        env["TRITON_CACHE_DIR"] = str(Path(tree) / ".kprof-triton-cache")
+    tree = run.tree(key)
+    if tree is not None and tree.path:
+        env["TRITON_CACHE_DIR"] = str(Path(tree.path) / ".kprof-triton-cache")
     return env
