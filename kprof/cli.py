@@ -354,48 +354,24 @@ def _execute_and_report(
     output: Path | None = None,
     quiet: bool = False,
 ) -> list[Any]:
-    """Run the folder with a progress display (plain lines when stderr is not a terminal, as in CI
-    logs; none with ``quiet``), then render the report; what the run did not measure
-    (kprof.run_model.Missing). Ctrl-C keeps every finished round and says how to resume. A ``fresh``
-    folder refused before its first round is removed (kprof.commands.run.run_and_analyse)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from kprof.commands.run import run_and_analyse, total_rounds
+    """Run the folder with a progress display (kprof.report.progress: a bar per phase, plain lines
+    when stderr is not a terminal, as in CI logs; none with ``quiet``), then render the report;
+    what the run did not measure (kprof.run_model.Missing). Ctrl-C keeps every finished round and
+    says how to resume. A ``fresh`` folder refused before its first round is removed
+    (kprof.commands.run.run_and_analyse)."""
+    from kprof.commands.run import run_and_analyse
     from kprof.engine.lifeline import exit_on_sigterm
-    from kprof.events import Event, Phase, RoundDone
+    from kprof.report.progress import RunProgress, plan_line
     from kprof.report.run_report import run_document
 
     exit_on_sigterm()
     err = output_console(stderr=True)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=fmt.value != "table",
-        disable=quiet or not err.is_terminal,
-    )
-    plain_lines = not quiet and not err.is_terminal
+    run = folder.read_run()
+    if not quiet:
+        err.print(plan_line(run, folder.root), highlight=False, soft_wrap=True)
     try:
-        with progress:
-            task = progress.add_task("rounds", total=total_rounds(folder))
-
-            def on_event(event: Event) -> None:
-                if isinstance(event, RoundDone):
-                    progress.advance(task)
-                    where = event.text()
-                    progress.update(task, description=where)
-                    if plain_lines:
-                        err.print(where, highlight=False)
-                elif isinstance(event, Phase):
-                    progress.update(task, description=event.text())
-                    if plain_lines:
-                        err.print(event.text(), highlight=False)
-                elif (text := event.sentence()) is not None:
-                    err.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
-
-            report = run_and_analyse(folder, on_event, fresh=fresh)
+        with RunProgress(err, run, transient=fmt.value != "table", quiet=quiet) as progress:
+            report = run_and_analyse(folder, progress.on_event, fresh=fresh)
     except KeyboardInterrupt:
         root = folder.root
         err.print(

@@ -24,6 +24,7 @@ PHASES = {
     "spins": "sizing the planted spins",
     "profile": "profiling the rounds",
 }
+STAGES = {"gate": "correctness gate (every leg on every buffer set)", "capture": "capturing every leg"}
 
 
 class _Event(msgspec.Struct, frozen=True, tag_field="event", omit_defaults=True):
@@ -44,11 +45,23 @@ class Phase(_Event, frozen=True, tag="phase"):
     leg: str | None = None
     process: str | None = None  # "2/3": which of the case's processes
 
+    @property
+    def stage(self) -> str:
+        """The step without its detail: the gate's baseline and its legs are one stage."""
+        return "gate" if self.step in ("baseline", "check") else self.step
+
+    def stage_text(self) -> str:
+        """The stage in words, said once however many legs and buffer sets it goes through."""
+        return f"{self._where}: {STAGES.get(self.stage, PHASES.get(self.step, self.step))}"
+
+    @property
+    def _where(self) -> str:
+        return self.case + (f" (process {self.process})" if self.process else "")
+
     def text(self) -> str:
         """The phase in words (``case: correctness gate · leg``)."""
         what = PHASES.get(self.step, self.step)
-        where = self.case + (f" (process {self.process})" if self.process else "")
-        return f"{where}: {what}" + (f" · {self.leg}" if self.leg and self.step in ("check", "capture") else "")
+        return f"{self._where}: {what}" + (f" · {self.leg}" if self.leg and self.step in ("check", "capture") else "")
 
 
 class RoundDone(_Event, frozen=True, tag="round"):

@@ -60,11 +60,6 @@ def run_and_analyse(
         raise
 
 
-def total_rounds(folder: RunFolder) -> int:
-    run = folder.read_run()
-    return len(run.cases) * (run.protocol.rounds + run.protocol.processes)  # a burn-in round per process
-
-
 def bisect_revisions(
     req: RunRequest | ProgramRequest, out: Path | None, on_event: Callable[[Event], None] = lambda e: None
 ) -> Bisect:

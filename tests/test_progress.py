@@ -1,0 +1,91 @@
+"""The live display of a run (kprof.report.progress): a bar per phase on a terminal, each counted
+on its own; piped, one line per stage of a case and per round."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from kprof.events import LegFailed, Phase, RoundDone
+from kprof.report.progress import RunProgress, plan_line
+from kprof.run_model import CaseRecord, Leg, Placement, Protocol, Role, Run, WorkloadSubject
+
+LEGS = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.ADD_ONE}))]
+
+
+def _run(cases: int = 2, rounds: int = 3) -> Run:
+    cases_ = [CaseRecord(f"c{i}") for i in range(cases)]
+    return Run(WorkloadSubject(spec="w", name="w"), LEGS, cases_, Protocol(rounds=rounds), Placement("cuda"))
+
+
+def _worker_events(case: str, rounds: int = 3, sets: int = 4) -> list:
+    """What a worker says of one case: set-up, the gate on every set, capture, warm-up, rounds."""
+    events: list = [Phase(case=case, step="setup")]
+    for _ in range(sets):
+        events.append(Phase(case=case, step="baseline", leg="baseline"))
+        events += [Phase(case=case, step="check", leg=leg.name) for leg in LEGS]
+    events += [Phase(case=case, step="capture", leg=leg.name) for leg in LEGS] + [Phase(case=case, step="warmup")]
+    return events + [RoundDone(case=case, round=r, rounds=rounds, burn_in=r == 0) for r in range(rounds + 1)]
+
+
+def _console(terminal: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=terminal, width=120, color_system=None), out
+
+
+def test_piped_progress_says_each_stage_of_a_case_once_and_every_round() -> None:
+    console, out = _console(terminal=False)
+    with RunProgress(console, _run(cases=1), transient=False, quiet=False) as progress:
+        for event in _worker_events("c0"):
+            progress.on_event(event)
+        progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))
+    lines = out.getvalue().splitlines()
+    assert lines[:4] == [
+        "c0: setting up buffers",
+        "c0: correctness gate (every leg on every buffer set)",  # not once per leg and buffer set
+        "c0: capturing every leg",
+        "c0: warming up",
+    ]
+    assert lines[4:8] == ["c0: round 1/4 (burn-in)", "c0: round 2/4", "c0: round 3/4", "c0: round 4/4"]
+    assert len(lines) == 9 and "fast" in lines[8]  # a warning is printed as it comes
+
+
+def test_terminal_progress_counts_each_phase_on_its_own_bar() -> None:
+    console, _ = _console(terminal=True)
+    progress = RunProgress(console, _run(cases=2, rounds=3), transient=False, quiet=False)
+    with progress:
+        for event in _worker_events("c0"):
+            progress.on_event(event)
+        for event in _worker_events("c1")[:5]:  # the second case is in its gate
+            progress.on_event(event)
+    assert progress.done == {"preparing": 1, "burn-in": 1, "timed rounds": 3}
+    frame, text = _console(terminal=False)
+    frame.print(progress.bars.get_renderable())  # what the terminal shows last: one line per phase
+    final = text.getvalue().splitlines()
+    assert [line.split()[0] for line in final] == ["preparing", "burn-in", "timed"]
+    assert "1/2" in final[0] and "1/2" in final[1] and "3/6" in final[2]
+    assert "c1: correctness gate" in final[0]  # the bar says where its phase is
+
+
+def test_a_leg_host_or_a_program_without_a_warm_up_is_prepared_by_its_burn_in_round() -> None:
+    console, _ = _console(terminal=True)
+    progress = RunProgress(console, _run(cases=1), transient=True, quiet=False)
+    with progress:
+        progress.on_event(RoundDone(case="program", round=0, rounds=3, burn_in=True))
+        progress.on_event(RoundDone(case="program", round=1, rounds=3))
+    assert progress.done == {"preparing": 1, "burn-in": 1, "timed rounds": 1}
+
+
+def test_quiet_shows_no_progress_but_still_warnings() -> None:
+    console, out = _console(terminal=False)
+    with RunProgress(console, _run(cases=1), transient=False, quiet=True) as progress:
+        for event in _worker_events("c0"):
+            progress.on_event(event)
+        progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))
+    assert out.getvalue().splitlines() == [LegFailed(case="c0", leg="fast", reason="correctness: differs").sentence()]
+
+
+def test_the_plan_line_says_what_the_run_will_do() -> None:
+    line = plan_line(_run(cases=2, rounds=16), "runs/w-1")
+    assert line == "w: 2 cases × 2 legs, 16 rounds each (+1 burn-in) on cuda → runs/w-1"
