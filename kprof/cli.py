@@ -18,16 +18,15 @@ import sys
 import time
 from collections.abc import Callable
 from enum import Enum
-from functools import wraps
+from functools import partial, wraps
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import typer.core as typer_core
 from rich.markup import escape
-from typer.core import TyperGroup
 
 from kprof import __version__
+from kprof.cli_help import KprofCommand, OneErrorStyle, examples
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
 from kprof.run_options import ATTRIBUTE, CALIBRATE, RUN, request_fields, with_options
@@ -35,34 +34,8 @@ from kprof.run_options import ATTRIBUTE, CALIBRATE, RUN, request_fields, with_op
 GATE_BROKEN, GATE_UNDECIDED, INCOMPLETE = 1, 3, 4
 
 
-class _OneErrorStyle(TyperGroup):
-    """Usage errors (an unknown option, a missing argument, a bad value) in kprof's one style —
-    ``kprof: error: …`` and exit 2, as every other bad input — instead of click's usage block."""
-
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
-        if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
-        click = getattr(typer_core, "_click", None) or typer_core.click  # vendored by typer ≥ 0.20
-        try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
-        except click.exceptions.UsageError as e:
-            if type(e).__name__ == "NoArgsIsHelpError":  # `kprof` alone: the help, as asked
-                typer.echo(e.format_message(), err=True)
-                sys.exit(e.exit_code)
-            command = e.ctx.command_path if e.ctx is not None else "kprof"
-            typer.echo(f"kprof: error: {e.format_message()} ('{command} -h' for help)", err=True)
-            sys.exit(e.exit_code)
-        except click.exceptions.ClickException as e:
-            typer.echo(f"kprof: error: {e.format_message()}", err=True)
-            sys.exit(e.exit_code)
-        except typer.Abort:
-            typer.echo("kprof: aborted", err=True)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
-
-
 app = typer.Typer(
-    cls=_OneErrorStyle,
+    cls=OneErrorStyle,
     name="kprof",
     help="GPU kernel profiling with honest statistics.",
     no_args_is_help=True,
@@ -70,44 +43,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help is literal text: `kprof[sql]` and `step[DECODE` once lost their brackets
 )
-
-
-EXAMPLES = {
-    "trace": [
-        "kprof trace traces/llama_eager_decode.pt.trace.json.gz",
-        "kprof trace run.pt.trace.json.gz --format md -o kernels.md",
-        "kprof trace report.sqlite --steps '^step (\\d+)$'",
-        "kprof trace 'ranks/*.json.gz' --jobs 4 --save saved/",
-    ],
-    "sql": ['kprof sql "SELECT name, sum(dur_ns) FROM kernel_events GROUP BY name ORDER BY 2 DESC" saved/'],
-    "kernels": ["kprof kernels", "kprof kernels --format json"],
-    "run": [
-        "kprof run paged_decode --device cpu --case b2 --rounds 6 --samples 1",
-        "kprof run mla_decode --preset pr --design endpoints",
-        "kprof run bench.py --revisions main..my-branch --paths pkg/ops",
-        "kprof run --rev HEAD --rev WORKTREE --collector torch -- python bench.py",
-    ],
-    "calibrate": ["kprof calibrate copy --case 8MiB --plant 0.5,1,2"],
-    "attribute": [
-        "kprof attribute docs/runs/h200-2026-11-30-s3/gdn_pr --format md",
-        "kprof attribute gdn_decode --preset pr --design leave-one-out -o levers.html",
-    ],
-    "compare": [
-        "kprof compare runs/base runs/head",
-        "kprof compare base.pt.trace.json.gz head.pt.trace.json.gz --format md",
-        "kprof compare runs/base runs/head --control plain --fail-on 'credibly-slower>2%'",
-    ],
-    "report": [
-        "kprof report docs/runs/h200-2026-12-02-s17/mla_end_1",
-        "kprof report runs/mine --hide-same --sort effect -o mine.md",
-    ],
-    "cache": ["kprof cache", "kprof cache --clean"],
-}
-
-
-def examples(command: str) -> str:
-    """A help page's closing Examples block; ``\\b`` keeps click from rewrapping its lines."""
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[command])
+command = partial(app.command, cls=KprofCommand)  # every help page reads as kprof.cli_help writes it
 
 
 def _formats(*names: str) -> Any:
@@ -242,7 +178,7 @@ def _regex(pattern: str | None, option: str) -> re.Pattern[str] | None:
     return None if pattern is None else checked_regex(pattern, option)
 
 
-@app.command(epilog=examples("trace"))
+@command(epilog=examples("trace"))
 @one_line_errors
 def trace(
     files: Annotated[
@@ -301,7 +237,7 @@ def trace(
         output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}", highlight=False)
 
 
-@app.command(epilog=examples("sql"))
+@command(epilog=examples("sql"))
 @one_line_errors
 def sql(
     query: Annotated[
@@ -320,7 +256,7 @@ def sql(
     _write(sql_document(result, tables, cut), fmt, output)
 
 
-@app.command(epilog=examples("kernels"))
+@command(epilog=examples("kernels"))
 @one_line_errors
 def kernels(
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
@@ -410,7 +346,7 @@ def _floats(text: str | None, option: str) -> list[float]:
 PROGRAM_ONLY = ("legs", "steps", "metric")  # options of whole programs that a workload run refuses
 
 
-@app.command(epilog=examples("run"), context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@command(epilog=examples("run"), context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
 @with_options(RUN)
 def run(
@@ -507,7 +443,7 @@ def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None, quiet
     _write(bisect_document(bisect_revisions(request, out, said)), fmt, output)
 
 
-@app.command(epilog=examples("calibrate"))
+@command(epilog=examples("calibrate"))
 @one_line_errors
 @with_options(CALIBRATE, aa_copies=3)
 def calibrate(
@@ -531,7 +467,7 @@ def calibrate(
     _fail_if_incomplete(_execute_and_report(_start(request, out), fmt, output=output, quiet=quiet))
 
 
-@app.command("attribute", epilog=examples("attribute"))
+@command("attribute", epilog=examples("attribute"))
 @one_line_errors
 @with_options(ATTRIBUTE, helps={"design": "Legs to run: all, add-one, leave-one-out, factorial or endpoints."})
 def attribute_command(
@@ -594,7 +530,7 @@ def attribute_command(
     _fail_if_incomplete(missing)
 
 
-@app.command("compare", epilog=examples("compare"))
+@command("compare", epilog=examples("compare"))
 @one_line_errors
 def compare_command(
     a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
@@ -641,7 +577,7 @@ def compare_command(
         raise typer.Exit(GATE_UNDECIDED)
 
 
-@app.command(epilog=examples("report"))
+@command(epilog=examples("report"))
 @one_line_errors
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by kprof run.")],
@@ -670,7 +606,7 @@ def report(
     _write(run_document(analyse_run(run_dir, threshold), View(hide_same, sort.value)), fmt, output)
 
 
-@app.command(epilog=examples("cache"))
+@command(epilog=examples("cache"))
 @one_line_errors
 def cache(
     clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,

@@ -262,7 +262,7 @@ def test_every_help_page_ends_with_examples_that_use_its_own_options() -> None:
 
     import typer
 
-    from kprof.cli import EXAMPLES
+    from kprof.cli_help import EXAMPLES
 
     commands = typer.main.get_command(app).commands
     assert set(EXAMPLES) == set(commands)
@@ -284,7 +284,7 @@ def test_usage_errors_speak_in_kprofs_one_error_style() -> None:
     block and ``Error:`` instead)."""
     for args, words in (
         (["repor"], "No such command 'repor'. Did you mean 'report'? ('kprof -h' for help)"),
-        (["trace"], "Missing argument 'files'. ('kprof trace -h' for help)"),
+        (["trace"], "Missing argument 'FILE'. ('kprof trace -h' for help)"),
         (["compare", "a", "b", "--bogus"], "No such option: --bogus"),
         (["report", "x", "--sort", "size"], "Invalid value for '--sort'"),
     ):
@@ -303,3 +303,23 @@ def test_a_mistyped_option_after_a_bundled_workload_is_named() -> None:
         res.exit_code == 2
         and res.stderr == "kprof: error: --roundz: no such option of kprof run ('kprof run -h' lists them)\n"
     )
+
+
+def test_help_shows_values_as_a_user_types_them_not_python_types() -> None:
+    """Metavars read as a person writes them (``--rounds N``, ``--revisions A..B``, ``FILE...``),
+    never typer's Python types (``<int range>``, ``files... <list[Path]>``, ``<str>``), and the
+    usage line as click writes it (``FILE...``, not ``{files}...``)."""
+    import typer
+
+    from kprof.cli_help import METAVARS
+
+    commands = typer.main.get_command(app).commands
+    seen: set[str] = set()
+    for name in commands:
+        page = runner.invoke(app, [name, "-h"], env={"COLUMNS": "200"}).stdout
+        python_types = re.findall(r"<(?:str|int|int range|float|path|bool|list\[[^\]]*\])>", page)
+        assert not python_types, (name, python_types)
+        assert "{" not in page.splitlines()[0], page.splitlines()[0]
+        seen |= {option for option, metavar in METAVARS.items() if f"{option} {metavar}" in page}
+    assert seen == set(METAVARS)  # every metavar is shown by some command (none names a gone option)
+    assert runner.invoke(app, ["trace", "-h"]).stdout.startswith("Usage: kprof trace [OPTIONS] FILE...")
