@@ -89,3 +89,22 @@ def test_names_break_at_their_joints_never_inside_a_word() -> None:
     pieces = {p for leg in legs for p in re.split(r"[+ ]", leg) if p}
     levers = {"reuse_state", "conv_warps", "stream_state", "chunked_state", "early_state", "baseline", "all"}
     assert pieces <= levers | {"plain", "PyTorch", "(A/A)"}, pieces - levers
+
+
+def test_a_split_table_repeats_its_key_columns_in_every_part() -> None:
+    """compare of two runs at 80 columns: the per-leg table is cut in two, and the second part was
+    keyed by ``case`` alone, the same value on every row, so no verdict could be matched to its leg."""
+    run = RUNS / "h200-2026-11-30-s3" / "gdn_pr"
+    text = _at_80(compare_document(compare(run, run), top=None))
+    headers = [
+        [h.strip() for h in line.split("┃")[1:-1]]
+        for line in text.splitlines()
+        if line.startswith("┃") and "case" in line
+    ]
+    parts = [h for h in headers if h[:2] == ["case", "leg"]]
+    assert len(parts) >= 2 and len(parts) == len(headers)  # split, and every part names case and leg
+    assert any("verdict" in h for h in parts[1:])  # the verdicts sit in a later part, beside their legs
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "(continued)" in line)
+    first = next(line for line in lines[start:] if line.startswith("│"))
+    assert first.split("│")[2].strip().startswith("conv_warps+stream_state")  # the leg, not only the case

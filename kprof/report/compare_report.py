@@ -54,7 +54,10 @@ def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
     if len(c.legs):
         t = Table(
             "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
-            [Column(h, "left" if h in left else "right") for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")],
+            [
+                Column(h, "left" if h in left else "right", is_name=h in ("case", "leg"), key=h in ("case", "leg"))
+                for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")
+            ],
         )
         for _, r in shown_rows(c.legs, view).iterrows():
             is_control = r.get("role") == CONTROL

@@ -51,6 +51,7 @@ class Column:
     align: str = "right"  # "left" for names and labels
     is_name: bool = False  # may be folded to fit the terminal; numbers never are
     wide_only: bool = False  # left out of terminals narrower than WIDE_TERMINAL (kept in files)
+    key: bool = False  # names the row with the other key columns: repeated when a table is split
 
 
 WIDE_TERMINAL = 150
@@ -183,16 +184,18 @@ _CELL_FRAME = 3  # a column's padding and its border
 
 def _column_groups(block: Table, shown: list[int], width: int) -> list[list[int]]:
     """Columns that fit ``width`` side by side, as one group; a wider table (a case × lever matrix)
-    is cut into groups that each repeat the first column, so no column is cropped."""
+    is cut into groups that each repeat the key columns (else the first), so no column is cropped
+    and every row of every group says what it is."""
     need = {i: _min_width(block, i) + _CELL_FRAME for i in shown}
-    if sum(need.values()) + 1 <= width or len(shown) < 3:
+    keys = [i for i in shown if block.columns[i].key] or shown[:1]
+    if sum(need.values()) + 1 <= width or len(shown) < len(keys) + 2:
         return [shown]
-    first, groups, current = shown[0], [], [shown[0]]
-    used = need[first] + 1
-    for i in shown[1:]:
-        if used + need[i] > width and len(current) > 1:
+    start = sum(need[i] for i in keys) + 1
+    groups, current, used = [], list(keys), start
+    for i in (i for i in shown if i not in keys):
+        if used + need[i] > width and len(current) > len(keys):
             groups.append(current)
-            current, used = [first], need[first] + 1
+            current, used = list(keys), start
         current.append(i)
         used += need[i]
     groups.append(current)
