@@ -297,16 +297,13 @@ def _execute_and_report(
     (kprof.commands.run.run_and_analyse)."""
     from kprof.commands.run import run_and_analyse
     from kprof.engine.lifeline import exit_on_sigterm
-    from kprof.report.progress import RunProgress, plan_line
+    from kprof.report.progress import RunProgress
     from kprof.report.run_report import run_document
 
     exit_on_sigterm()
     err = output_console(stderr=True)
-    run = folder.read_run()
-    if not quiet:
-        err.print(plan_line(run, folder.root), highlight=False, soft_wrap=True)
     try:
-        with RunProgress(err, run, transient=fmt.value != "table", quiet=quiet) as progress:
+        with RunProgress(err, folder.read_run(), folder.root, transient=fmt.value != "table", quiet=quiet) as progress:
             report = run_and_analyse(folder, progress.on_event, fresh=fresh)
     except KeyboardInterrupt:
         root = folder.root

@@ -154,7 +154,23 @@ class NoOp(_Event, frozen=True, tag="no_op"):
         )
 
 
-Event = Phase | RoundDone | Note | LegFailed | RevisionRefused | WorkerDied | LegCrashed | CaseFailed | Race | NoOp
+class Started(_Event, frozen=True, tag="started"):
+    """The run holds its folder and starts its first case (the display says what the run will do)."""
+
+
+Event = (
+    Started
+    | Phase
+    | RoundDone
+    | Note
+    | LegFailed
+    | RevisionRefused
+    | WorkerDied
+    | LegCrashed
+    | CaseFailed
+    | Race
+    | NoOp
+)
 
 _decoder = msgspec.json.Decoder(Event)
 

@@ -295,7 +295,8 @@ def test_a_program_whose_baseline_fails_stops_at_once(tmp_path: Path, monkeypatc
         ],
     )
     assert res.exit_code == 2 and not out.exists()
-    lines = res.stderr.strip().splitlines()
+    plan, *lines = res.stderr.strip().splitlines()  # what the run was to do, then why it stopped
+    assert plan.startswith("bench.py: 1 case × 3 legs")
     assert len(lines) == 1 and "its command failed its first run" in lines[0] and "no GPU found" in lines[0]
 
 

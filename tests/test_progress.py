@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from kprof.events import LegFailed, Phase, RoundDone
+from kprof.events import LegFailed, Phase, RoundDone, Started
 from kprof.report.progress import RunProgress, plan_line
 from kprof.run_model import CaseRecord, Leg, Placement, Protocol, Role, Run, WorkloadSubject
 
@@ -21,7 +21,7 @@ def _run(cases: int = 2, rounds: int = 3) -> Run:
 
 def _worker_events(case: str, rounds: int = 3, sets: int = 4) -> list:
     """What a worker says of one case: set-up, the gate on every set, capture, warm-up, rounds."""
-    events: list = [Phase(case=case, step="setup")]
+    events: list = [Started(), Phase(case=case, step="setup")] if case == "c0" else [Phase(case=case, step="setup")]
     for _ in range(sets):
         events.append(Phase(case=case, step="baseline", leg="baseline"))
         events += [Phase(case=case, step="check", leg=leg.name) for leg in LEGS]
@@ -36,11 +36,12 @@ def _console(terminal: bool) -> tuple[Console, io.StringIO]:
 
 def test_piped_progress_says_each_stage_of_a_case_once_and_every_round() -> None:
     console, out = _console(terminal=False)
-    with RunProgress(console, _run(cases=1), transient=False, quiet=False) as progress:
+    with RunProgress(console, _run(cases=1), "runs/w-1", transient=False, quiet=False) as progress:
         for event in _worker_events("c0"):
             progress.on_event(event)
         progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))
     lines = out.getvalue().splitlines()
+    assert lines.pop(0) == "w: 1 case × 2 legs, 3 rounds each (+1 burn-in) on cuda → runs/w-1"  # said on Started
     assert lines[:4] == [
         "c0: setting up buffers",
         "c0: correctness gate (every leg on every buffer set)",  # not once per leg and buffer set
@@ -53,7 +54,7 @@ def test_piped_progress_says_each_stage_of_a_case_once_and_every_round() -> None
 
 def test_terminal_progress_counts_each_phase_on_its_own_bar() -> None:
     console, _ = _console(terminal=True)
-    progress = RunProgress(console, _run(cases=2, rounds=3), transient=False, quiet=False)
+    progress = RunProgress(console, _run(cases=2, rounds=3), "runs/w-1", transient=False, quiet=False)
     with progress:
         for event in _worker_events("c0"):
             progress.on_event(event)
@@ -70,7 +71,7 @@ def test_terminal_progress_counts_each_phase_on_its_own_bar() -> None:
 
 def test_a_leg_host_or_a_program_without_a_warm_up_is_prepared_by_its_burn_in_round() -> None:
     console, _ = _console(terminal=True)
-    progress = RunProgress(console, _run(cases=1), transient=True, quiet=False)
+    progress = RunProgress(console, _run(cases=1), "runs/w-1", transient=True, quiet=False)
     with progress:
         progress.on_event(RoundDone(case="program", round=0, rounds=3, burn_in=True))
         progress.on_event(RoundDone(case="program", round=1, rounds=3))
@@ -79,7 +80,7 @@ def test_a_leg_host_or_a_program_without_a_warm_up_is_prepared_by_its_burn_in_ro
 
 def test_quiet_shows_no_progress_but_still_warnings() -> None:
     console, out = _console(terminal=False)
-    with RunProgress(console, _run(cases=1), transient=False, quiet=True) as progress:
+    with RunProgress(console, _run(cases=1), "runs/w-1", transient=False, quiet=True) as progress:
         for event in _worker_events("c0"):
             progress.on_event(event)
         progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import ExitStack
 
-from kprof.events import Event
+from kprof.events import Event, Started
 from kprof.store.run_folder import RunFolder
 
 
@@ -25,6 +25,7 @@ def execute(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
             held.enter_context(cache_in_use())
             restore_trees(folder, on_event)
             run = folder.read_run()
+        on_event(Started())
         if run.is_program:
             from kprof.engine.program import execute_program
 

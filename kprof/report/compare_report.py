@@ -5,16 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, REPLICATES, Comparison
 from kprof.ingest.names import labelled
 from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_notes, shown_rows
+from kprof.report.numbers import column_decimals, with_decimals
 from kprof.report.table import Column, Document, Table, records, verdict_cell
-
-
-def _num(v: Any) -> str:
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.2f}"
 
 
 def _calls(v: Any) -> str:
@@ -50,64 +48,70 @@ def note(c: Comparison) -> str:
 
 def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
     out = []
-    left = ("case", "leg", "kernel", "kind", "metric")
     if len(c.legs):
-        t = Table(
-            "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
-            [
-                Column(h, "left" if h in left else "right", is_name=h in ("case", "leg"), key=h in ("case", "leg"))
-                for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")
-            ],
-        )
-        for _, r in shown_rows(c.legs, view).iterrows():
-            is_control = r.get("role") == CONTROL
-            ratio = c.control is not None and not is_control
-            t.add(
-                r["case"],
-                r["leg"] + (" (control)" if is_control else ""),
-                f"{r['a']:.4f}" if ratio else _num(r["a"]),
-                f"{r['b']:.4f}" if ratio else _num(r["b"]),
-                effect_text(r),
-                verdict_cell(r["verdict"], r["verdict"]),
-            )
-        t.notes += hidden_notes(c.legs, view)
-        out.append(t)
+        out.append(_leg_table(c, view))
     if len(c.kernels):
-        per = "step" if c.replicates == "steps" else "call"
-        headers = ("kernel", "kind", "calls A", "calls B", f"A µs/{per}", f"B µs/{per}", "B vs A", "verdict")
-        optional = {"kind", "calls A", "calls B"}  # left out of narrow terminals; the numbers that judge stay
-        t = Table(
-            f"per kernel (µs per {per}; calls per {'step' if per == 'step' else 'trace'})",
-            [
-                Column(h, "left" if h in left else "right", is_name=h == "kernel", wide_only=h in optional)
-                for h in headers
-            ],
-        )
-        shown = shown_rows(labelled(c.kernels), view)
-        for _, r in (shown.head(top) if top else shown).iterrows():
-            t.add(
-                r["label"],
-                r["kind"],
-                _calls(r.get("calls_a")),
-                _calls(r.get("calls_b")),
-                _num(r["a"]),
-                _num(r["b"]),
-                effect_text(r),
-                verdict_cell(r["verdict"], r["verdict"]),
-            )
-        if top and len(shown) > top:
-            t.notes.append(f"… {len(shown) - top} more kernels (--top to show more)")
-        t.notes += hidden_notes(c.kernels, view)
-        out.append(t)
+        out.append(_kernel_table(c, top, view))
     if len(c.steps):
         t = Table(
-            "per step", [Column(h, "left" if h in left else "right") for h in ("metric", "A", "B", "B vs A", "verdict")]
+            "per step", [Column(h, "left" if h in LEFT else "right") for h in ("metric", "A", "B", "B vs A", "verdict")]
         )
         for _, r in shown_rows(c.steps, view).iterrows():
-            t.add(r["metric"], _num(r["a"]), _num(r["b"]), effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
+            a, b = _side_by_side([r["a"]], [r["b"]])  # each row its own metric, with its own decimals
+            t.add(r["metric"], a[0], b[0], effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
         t.notes += hidden_notes(c.steps, view)
         out.append(t)
     return out
+
+
+LEFT = ("case", "leg", "kernel", "kind", "metric")
+
+
+def _side_by_side(a: list[Any], b: list[Any]) -> tuple[list[str], list[str]]:
+    """The A and B columns with one count of decimals: they are read against each other."""
+    decimals = column_decimals([*a, *b])
+    return [with_decimals(v, decimals) for v in a], [with_decimals(v, decimals) for v in b]
+
+
+def _leg_table(c: Comparison, view: View) -> Table:
+    t = Table(
+        "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
+        [
+            Column(h, "left" if h in LEFT else "right", is_name=h in ("case", "leg"), key=h in ("case", "leg"))
+            for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")
+        ],
+    )
+    rows = shown_rows(c.legs, view)
+    is_control = (rows["role"] == CONTROL).to_numpy(bool) if "role" in rows else np.zeros(len(rows), bool)
+    a, b = _side_by_side(rows["a"].tolist(), rows["b"].tolist())
+    if c.control is not None:  # ratios to the control leg in 4 decimals; its own row µs
+        a = [x if control else f"{v:.4f}" for x, v, control in zip(a, rows["a"], is_control, strict=True)]
+        b = [x if control else f"{v:.4f}" for x, v, control in zip(b, rows["b"], is_control, strict=True)]
+    for (_, r), control, a_text, b_text in zip(rows.iterrows(), is_control, a, b, strict=True):
+        leg = r["leg"] + (" (control)" if control else "")
+        t.add(r["case"], leg, a_text, b_text, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
+    t.notes += hidden_notes(c.legs, view)
+    return t
+
+
+def _kernel_table(c: Comparison, top: int | None, view: View) -> Table:
+    per = "step" if c.replicates == "steps" else "call"
+    headers = ("kernel", "kind", "calls A", "calls B", f"A µs/{per}", f"B µs/{per}", "B vs A", "verdict")
+    optional = {"kind", "calls A", "calls B"}  # left out of narrow terminals; the numbers that judge stay
+    t = Table(
+        f"per kernel (µs per {per}; calls per {'step' if per == 'step' else 'trace'})",
+        [Column(h, "left" if h in LEFT else "right", is_name=h == "kernel", wide_only=h in optional) for h in headers],
+    )
+    shown = shown_rows(labelled(c.kernels), view)
+    rows = shown.head(top) if top else shown
+    a, b = _side_by_side(rows["a"].tolist(), rows["b"].tolist())
+    for (_, r), a_text, b_text in zip(rows.iterrows(), a, b, strict=True):
+        calls = _calls(r.get("calls_a")), _calls(r.get("calls_b"))
+        t.add(r["label"], r["kind"], *calls, a_text, b_text, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
+    if top and len(shown) > top:
+        t.notes.append(f"… {len(shown) - top} more kernels (--top to show more)")
+    t.notes += hidden_notes(c.kernels, view)
+    return t
 
 
 def compare_document(c: Comparison, top: int | None, view: View = EVERY_ROW) -> Document:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from kprof.events import Event, Phase, RoundDone
+from kprof.events import Event, Phase, RoundDone, Started
 from kprof.run_model import Run
 
 PREPARE, BURN_IN, ROUNDS = "preparing", "burn-in", "timed rounds"
@@ -35,8 +35,9 @@ class RunProgress:
     """A run's progress on ``console``: bars on a terminal, plain lines when piped, nothing but
     warnings with ``quiet``. Use as a context manager; ``on_event`` takes the run's events."""
 
-    def __init__(self, console: Console, run: Run, transient: bool, quiet: bool) -> None:
-        self.console = console
+    def __init__(self, console: Console, run: Run, root: object, transient: bool, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.plan = plan_line(run, root)
         self.plain = not quiet and not console.is_terminal
         starts = len(run.cases) * run.protocol.processes  # each process of a case prepares and burns in
         self.bars = Progress(
@@ -68,7 +69,10 @@ class RunProgress:
         self.bars.__exit__(kind, error, trace)
 
     def on_event(self, event: Event) -> None:
-        if isinstance(event, Phase):
+        if isinstance(event, Started):
+            if not self.quiet:  # before the first case, which takes seconds to start
+                self.console.print(self.plan, highlight=False, soft_wrap=True)
+        elif isinstance(event, Phase):
             self._phase(event)
         elif isinstance(event, RoundDone):
             self._round(event)

@@ -13,6 +13,7 @@ from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
 from kprof.events import RESTARTED, death_sentence
 from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, shown_rows
+from kprof.report.numbers import column_decimals, number_column, with_decimals
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
 from kprof.run_model import Role, Run
@@ -29,10 +30,6 @@ def effect_cell(row: pd.Series | dict[str, Any], with_verdict: bool = False) -> 
     if with_verdict and row["verdict"] != "BIASED":
         text = f"{text} {row['verdict']}"
     return verdict_cell(text, row["verdict"])
-
-
-def time_text(us: float) -> str:
-    return f"{us:,.1f}" if us >= 100 else f"{us:.3f}"
 
 
 def bias_text(s: CaseSummary) -> str:
@@ -104,11 +101,10 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     gpu = run.status(case).extra.get("gpu")
     where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
-    for _, r in shown_rows(rows, view).iterrows():
+    shown = shown_rows(rows, view)
+    for (_, r), time in zip(shown.iterrows(), number_column(shown["time_us"].tolist()), strict=True):
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
-        table.add(
-            r["leg"], time_text(r["time_us"]), *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"])
-        )
+        table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
     table.notes += hidden_notes(rows, view)
     reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
     if len(reference) and (best := best_leg_line(rows, str(reference.iloc[0]))):
@@ -144,10 +140,9 @@ def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
             Column("verdict", "left"),
         ],
     )
-    for _, r in kernel_effects.iterrows():
-        table.add(
-            r["case"], r["leg"], time_text(r["time_us"]), effect_text(r), verdict_cell(r["verdict"], r["verdict"])
-        )
+    times = number_column(kernel_effects["time_us"].tolist())
+    for (_, r), time in zip(kernel_effects.iterrows(), times, strict=True):
+        table.add(r["case"], r["leg"], time, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
     return table
 
 
@@ -282,15 +277,11 @@ def _gpu_spread_table(spread: pd.DataFrame) -> Table:
         [Column("leg", "left", is_name=True), Column("GPU A"), Column("GPU B"), Column("A µs"), Column("B µs")]
         + [Column("B vs A [95% CI]"), Column("verdict", "left")],
     )
+    decimals = column_decimals([*spread["a_us"], *spread["b_us"]])  # A and B read side by side
     for _, r in spread.iterrows():
+        a, b = with_decimals(r["a_us"], decimals), with_decimals(r["b_us"], decimals)
         table.add(
-            r["leg"],
-            str(r["gpu_a"]),
-            str(r["gpu_b"]),
-            time_text(r["a_us"]),
-            time_text(r["b_us"]),
-            effect_text(r),
-            verdict_cell(r["verdict"], r["verdict"]),
+            r["leg"], str(r["gpu_a"]), str(r["gpu_b"]), a, b, effect_text(r), verdict_cell(r["verdict"], r["verdict"])
         )
     table.notes.append("the spread between GPUs of one model; no ratio inside a case ever mixes two GPUs")
     return table

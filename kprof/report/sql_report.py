@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kprof.report.table import Column, Document, Table, records
-from kprof.report.trace_report import fmt
+from kprof.report.trace_report import frame_rows
 
 
 def sql_document(result: pd.DataFrame, tables: list[str], cut: bool = False) -> Document:
@@ -15,8 +15,8 @@ def sql_document(result: pd.DataFrame, tables: list[str], cut: bool = False) -> 
         f"{len(result):,} rows",
         [Column(str(c), "left" if c in text_columns else "right", is_name=c in text_columns) for c in result.columns],
     )
-    for row in result.itertuples(index=False):
-        table.add(*(fmt(v) for v in row))
+    for row in frame_rows(result):
+        table.add(*row)
     if cut:
         table.notes.append(f"the first {len(result):,} rows of a longer result (add LIMIT, or aggregate)")
     doc.table(table)

@@ -39,10 +39,11 @@ VERDICT_STYLE = {
 class Cell:
     text: str
     style: str = ""
+    whole: bool = False  # never wrapped in a terminal (a verdict: 'ONLY IN' over 'A' reads as two)
 
 
 def verdict_cell(text: str, verdict: str) -> Cell:
-    return Cell(text, VERDICT_STYLE.get(verdict, ""))
+    return Cell(text, VERDICT_STYLE.get(verdict, ""), whole=text == verdict)
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def render_rich(doc: Document, console: Console) -> None:
             if block.style == "rule" and console.is_terminal:
                 console.rule(f"[bold]{escape(block.text)}")
             elif block.style == "rule":  # a rule as wide as a file's layout would be thousands of ─
-                console.print(f"── {escape(block.text)} ──", soft_wrap=True)
+                console.print(f"── {escape(block.text)} ──")  # folded at COLUMNS, if given
             elif block.style == "bold":
                 console.print(f"[bold]{escape(block.text)}[/bold]")
             else:
@@ -172,7 +173,8 @@ def _min_width(block: Table, i: int) -> int:
     header = max((len(w) for w in c.header.split()), default=0)
     if c.is_name:
         return max(min(max(len(t) for t in texts), NAME_MIN_WIDTH), min(header, NAME_MIN_WIDTH))
-    return max(header, max((len(w) for t in texts for w in t.split()), default=0))
+    whole = max((len(cell.text) for row in block.rows if isinstance(cell := row[i], Cell) and cell.whole), default=0)
+    return max(header, whole, max((len(w) for t in texts for w in t.split()), default=0))
 
 
 def _natural_width(block: Table, i: int) -> int:

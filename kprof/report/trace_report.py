@@ -14,6 +14,7 @@ from kprof.analysis.cross_rank import CrossRank
 from kprof.analysis.trace_tables import KERNEL_COLUMNS, TraceTables
 from kprof.ingest.assign_ranges import DEFAULT_STEP_PATTERN
 from kprof.ingest.names import labelled
+from kprof.report.numbers import MISSING, column_decimals, number_column, with_decimals
 from kprof.report.table import Column, Document, Table, records
 
 # (column of the per-kernel table, header, shown in narrow terminals too); "label" is the short
@@ -51,18 +52,29 @@ LEFT = {"label", "short_name", "kind", "name"}
 
 
 def fmt(value: Any) -> str:
+    """A cell that is not a float column's (those share their column's decimals: kprof.report.numbers)."""
     if isinstance(value, bool):
         return "yes" if value else ""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.2f}"
+        return MISSING
     return str(value)
 
 
+def frame_rows(frame: pd.DataFrame, keys: list[str] | None = None) -> list[list[str]]:
+    """The frame's cells as text: a float column with one count of decimals, the rest as they are."""
+    # by position when no keys are given: a query's result may name two columns alike
+    series = [frame.iloc[:, i] for i in range(frame.shape[1])] if keys is None else [frame[k] for k in keys]
+    columns = [
+        number_column(s.tolist(), 3 if "pct" in str(s.name) else 4)
+        if pd.api.types.is_float_dtype(s)
+        else [fmt(v) for v in s]
+        for s in series
+    ]
+    return [list(row) for row in zip(*columns, strict=True)]
+
+
 def _rows(frame: pd.DataFrame, keys: list[str], top: int | None) -> list[list[str]]:
-    shown = frame if top is None else frame.head(top)
-    return [[fmt(v) for v in row] for row in shown[keys].itertuples(index=False)]
+    return frame_rows(frame if top is None else frame.head(top), keys)
 
 
 def _title(t: TraceTables) -> str:
@@ -98,9 +110,13 @@ def _step_table(t: TraceTables) -> Table:
         table.add(*row, style="dim" if warm else "")
     if t.steady:
         s = t.steady
+
+        def steady(c: str) -> str:  # with the decimals of the column above it
+            return with_decimals(s[c], column_decimals([*t.steps[c], s[c]])) if c != "kernels" else f"{s[c]:g}"
+
         table.add(
             f"steady (median of {s['steps']})",
-            *("" if c == "devices" else fmt(s[c]) if c != "kernels" else f"{s[c]:g}" for c, _ in view[1:]),
+            *("" if c == "devices" else steady(c) for c, _ in view[1:]),
             style="bold",
         )
     table.notes.append("the first step is warm-up and left out of the steady-state median")
