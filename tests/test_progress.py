@@ -34,13 +34,20 @@ def _console(terminal: bool) -> tuple[Console, io.StringIO]:
     return Console(file=out, force_terminal=terminal, width=120, color_system=None), out
 
 
-def test_piped_progress_says_each_stage_of_a_case_once_and_every_round() -> None:
+FAILED = LegFailed(case="c0", leg="fast", reason="correctness: differs")
+
+
+def _piped(quiet: bool) -> list[str]:
+    """What a one-case run prints to a pipe: its worker's events, then a leg's failure."""
     console, out = _console(terminal=False)
-    with RunProgress(console, _run(cases=1), "runs/w-1", transient=False, quiet=False) as progress:
-        for event in _worker_events("c0"):
+    with RunProgress(console, _run(cases=1), "runs/w-1", transient=False, quiet=quiet) as progress:
+        for event in [*_worker_events("c0"), FAILED]:
             progress.on_event(event)
-        progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))
-    lines = out.getvalue().splitlines()
+    return out.getvalue().splitlines()
+
+
+def test_piped_progress_says_each_stage_of_a_case_once_and_every_round() -> None:
+    lines = _piped(quiet=False)
     assert lines.pop(0) == "w: 1 case × 2 legs, 3 rounds each (+1 burn-in) on cuda → runs/w-1"  # said on Started
     assert lines[:4] == [
         "c0: setting up buffers",
@@ -79,12 +86,7 @@ def test_a_leg_host_or_a_program_without_a_warm_up_is_prepared_by_its_burn_in_ro
 
 
 def test_quiet_shows_no_progress_but_still_warnings() -> None:
-    console, out = _console(terminal=False)
-    with RunProgress(console, _run(cases=1), "runs/w-1", transient=False, quiet=True) as progress:
-        for event in _worker_events("c0"):
-            progress.on_event(event)
-        progress.on_event(LegFailed(case="c0", leg="fast", reason="correctness: differs"))
-    assert out.getvalue().splitlines() == [LegFailed(case="c0", leg="fast", reason="correctness: differs").sentence()]
+    assert _piped(quiet=True) == [FAILED.sentence()]
 
 
 def test_the_plan_line_says_what_the_run_will_do() -> None:
