@@ -21,12 +21,10 @@ PREPARE, BURN_IN, ROUNDS = "preparing", "burn-in", "timed rounds"
 def plan_line(run: Run, root: object) -> str:
     """What the run will do, said before anything is timed (the first cases take seconds to start)."""
     cases, legs = len(run.cases), len(run.legs)
-    rounds = run.protocol.rounds
-    processes = run.protocol.processes
-    burn = f"+{processes} burn-in" if processes > 1 else "+1 burn-in"
+    rounds, burn = run.protocol.rounds, run.protocol.processes  # a burn-in round per process
     where = run.placement.device + (f" · GPUs {','.join(map(str, run.placement.gpus))}" if run.placement.gpus else "")
     return (
-        f"{run.subject.name}: {cases} case{'s' * (cases != 1)} × {legs} legs, {rounds} rounds each ({burn}) "
+        f"{run.subject.name}: {cases} case{'s' * (cases != 1)} × {legs} legs, {rounds} rounds each (+{burn} burn-in) "
         f"on {where} → {root}"
     )
 
