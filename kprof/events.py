@@ -92,7 +92,7 @@ class LegFailed(_Event, frozen=True, tag="leg_failed"):
 
     def sentence(self) -> str:
         at = f" in round {self.round}" if self.round is not None else ""
-        return f"{_where(self.case, self.leg)}: not timed{at}: {self.reason}"
+        return f"{_where(self.case, self.leg)} not timed{at}: {self.reason}"  # as the report says it
 
 
 class RevisionRefused(_Event, frozen=True, tag="revision_refused"):

@@ -56,8 +56,8 @@ def test_sentences() -> None:
     )
     assert Phase(case="b2", step="setup", leg="fast").text() == "b2: setting up buffers"
     assert RoundDone(case="b2", round=1, rounds=6).sentence() is None
-    assert LegFailed(case="b2", leg="fast", reason="x", round=2).sentence() == "b2 · fast: not timed in round 2: x"
-    assert LegFailed(leg="fast", reason="x").sentence() == "fast: not timed: x"
+    assert LegFailed(case="b2", leg="fast", reason="x", round=2).sentence() == "b2 · fast not timed in round 2: x"
+    assert LegFailed(leg="fast", reason="x").sentence() == "fast not timed: x"
     assert WorkerDied(case="b2", step="capture", leg="fast", reason="killed by SIGKILL").sentence() == (
         "b2: its worker died at capturing · fast (killed by SIGKILL) and was started again"
     )

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from kprof.events import LegFailed, Phase, RoundDone, Started
 from kprof.report.progress import RunProgress, plan_line
+from kprof.report.refusals import refusal_lines
 from kprof.run_model import CaseRecord, Leg, Placement, Protocol, Role, Run, WorkloadSubject
 
 LEGS = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.ADD_ONE}))]
@@ -92,3 +93,45 @@ def test_quiet_shows_no_progress_but_still_warnings() -> None:
 def test_the_plan_line_says_what_the_run_will_do() -> None:
     line = plan_line(_run(cases=2, rounds=16), "runs/w-1")
     assert line == "w: 2 cases × 2 legs, 16 rounds each (+1 burn-in) on cuda → runs/w-1"
+
+
+def test_legs_refused_for_one_reason_are_one_line_naming_their_lever() -> None:
+    """A wrong lever in a factorial run fails every leg that holds it alike: one line, not one per leg."""
+    legs = [
+        Leg("baseline", roles=frozenset({Role.BASELINE})),
+        *(Leg(n, frozenset(n.split("+")), roles=frozenset({Role.FACTORIAL})) for n in ("fast", "wrong", "fast+wrong")),
+    ]
+    lines = refusal_lines(
+        [
+            ("c0", "wrong", "correctness: 3 of 64 differ"),
+            ("c0", "fast+wrong", "correctness: 3 of 64 differ"),
+            ("c0", "fast", "launch: OutOfResources: shared memory"),
+            ("c1", "wrong", "correctness: 5 of 64 differ"),
+            ("c1", "fast+wrong", "correctness: 5 of 64 differ"),
+        ],
+        legs,
+    )
+    assert lines == [
+        "c0 · 2 legs with lever wrong not timed (wrong, fast+wrong): correctness: 3 of 64 differ",
+        "c0 · fast not timed: launch: OutOfResources: shared memory",
+        "c1 · 2 legs with lever wrong not timed (wrong, fast+wrong): correctness: 5 of 64 differ",
+    ]
+    many = [("c0", f"leg{i}", "same") for i in range(9)]  # legs that share no lever: counted, six named
+    assert refusal_lines(many, legs) == ["c0 · 9 legs not timed (leg0, leg1, leg2, leg3, leg4, leg5, and 3 more): same"]
+
+
+def test_the_progress_says_a_cases_refusals_once_after_its_gate() -> None:
+    console, out = _console(terminal=False)
+    run = _run(cases=1)
+    run.legs = [*LEGS, Leg("fast+x", frozenset({"fast", "x"}), roles=frozenset({Role.FACTORIAL}))]
+    run.legs[1] = Leg("fast", frozenset({"fast"}), roles=frozenset({Role.ADD_ONE}))
+    with RunProgress(console, run, "runs/w-1", transient=False, quiet=False) as progress:
+        events = _worker_events("c0")
+        gate_end = next(i for i, e in enumerate(events) if isinstance(e, Phase) and e.step == "capture")
+        refusals = [LegFailed(case="c0", leg=leg, reason="correctness: differs") for leg in ("fast", "fast+x")]
+        for event in [*events[:gate_end], *refusals, *events[gate_end:]]:
+            progress.on_event(event)
+    lines = out.getvalue().splitlines()
+    said = [line for line in lines if "not timed" in line]
+    assert said == ["c0 · 2 legs with lever fast not timed (fast, fast+x): correctness: differs"]
+    assert lines.index(said[0]) == lines.index("c0: capturing every leg") - 1  # as the gate ends

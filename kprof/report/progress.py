@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from kprof.events import Event, Phase, RoundDone, Started
+from kprof.events import Event, LegFailed, Phase, RoundDone, Started
+from kprof.report.refusals import refusal_lines
 from kprof.run_model import Run
 
 PREPARE, BURN_IN, ROUNDS = "preparing", "burn-in", "timed rounds"
@@ -56,6 +57,8 @@ class RunProgress:
         self.done = dict.fromkeys(self.tasks, 0)
         self.warmed: set[tuple[str, str | None]] = set()  # (case, process) past its preparation
         self.said: dict[tuple[str, str | None], str] = {}  # the last stage said of each (case, process)
+        self.legs = run.legs
+        self.refused: dict[str, list[LegFailed]] = {}  # a case's gate refusals, said together after its gate
 
     def __enter__(self) -> RunProgress:
         self.bars.__enter__()
@@ -64,18 +67,34 @@ class RunProgress:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
+        for case in list(self.refused):
+            self._say_refused(case)
         self.bars.__exit__(kind, error, trace)
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, Started):
             if not self.quiet:  # before the first case, which takes seconds to start
                 self.console.print(self.plan, highlight=False, soft_wrap=True)
+        elif isinstance(event, LegFailed) and event.round is None:  # the gate's: said once it is over
+            self.refused.setdefault(event.case, []).append(event)
         elif isinstance(event, Phase):
+            if event.stage != "gate":
+                self._say_refused(event.case)
             self._phase(event)
         elif isinstance(event, RoundDone):
+            self._say_refused(event.case)
             self._round(event)
         elif (text := event.sentence()) is not None:
-            self.console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+            self._warn(text)
+
+    def _warn(self, text: str) -> None:
+        self.console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+
+    def _say_refused(self, case: str) -> None:
+        """A case's refused legs, one line per reason (kprof.report.refusals)."""
+        refused = self.refused.pop(case, [])
+        for line in refusal_lines(((e.case, e.leg, e.reason) for e in refused), self.legs):
+            self._warn(line)
 
     def _phase(self, event: Phase) -> None:
         key = (event.case, event.process)

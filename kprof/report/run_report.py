@@ -14,6 +14,7 @@ from kprof.analysis.run_effects import CaseSummary
 from kprof.events import RESTARTED, death_sentence
 from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, shown_rows
 from kprof.report.numbers import column_decimals, number_column, with_decimals
+from kprof.report.refusals import refusal_lines
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
 from kprof.run_model import Role, Run
@@ -150,7 +151,9 @@ def status_lines(run: Run) -> list[tuple[str, str]]:
     """(text, style): what was not measured is an error; a worker started again after it died, a
     process of a whole program that failed in one round, and legs that launch what the baseline
     launches are warnings."""
-    lines = [(m.text, "error") for m in run.missing()]
+    missing = run.missing()
+    refused = refusal_lines(((m.case, m.leg, m.reason) for m in missing if m.refused), run.legs)
+    lines = [(m.text, "error") for m in missing if not m.refused] + [(text, "error") for text in refused]
     for case, status in run.case_status.items():
         lines += [
             (death_sentence(case, str(d.get("step", "")), str(d.get("leg") or ""), d.get("reason")), "warning")
