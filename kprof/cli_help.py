@@ -13,6 +13,19 @@ import typer.core as typer_core
 from typer.core import TyperCommand, TyperGroup
 
 
+def _usage_problem(error: Any, click: Any) -> str:
+    """A usage error in kprof's words: a bad value as ``--format: 'x' is not one of …`` or
+    ``--top: must be a valid integer`` (typer's validator said "Invalid value for '--format': Value
+    error, 'x' is not one of …" and "Input should be a valid integer, unable to parse string …")."""
+    param = getattr(error, "param", None)
+    exceptions = click.exceptions
+    if not isinstance(error, exceptions.BadParameter) or isinstance(error, exceptions.MissingParameter) or not param:
+        return str(error.format_message())
+    name = next((o for o in param.opts if o.startswith("--")), None) or param.metavar or param.name
+    problem = str(error.message).removeprefix("Value error, ").replace("Input should be", "must be")
+    return f"{name}: {problem.split(', unable to parse')[0]}"
+
+
 class OneErrorStyle(TyperGroup):
     """Usage errors (an unknown option, a missing argument, a bad value) in kprof's one style —
     ``kprof: error: …`` and exit 2, as every other bad input — instead of click's usage block."""
@@ -28,7 +41,7 @@ class OneErrorStyle(TyperGroup):
                 typer.echo(e.format_message(), err=True)
                 sys.exit(e.exit_code)
             command = e.ctx.command_path if e.ctx is not None else "kprof"
-            typer.echo(f"kprof: error: {e.format_message()} ('{command} -h' for help)", err=True)
+            typer.echo(f"kprof: error: {_usage_problem(e, click)} ('{command} -h' for help)", err=True)
             sys.exit(e.exit_code)
         except click.exceptions.ClickException as e:
             typer.echo(f"kprof: error: {e.format_message()}", err=True)

@@ -286,10 +286,13 @@ def test_usage_errors_speak_in_kprofs_one_error_style() -> None:
         (["repor"], "No such command 'repor'. Did you mean 'report'? ('kprof -h' for help)"),
         (["trace"], "Missing argument 'FILE'. ('kprof trace -h' for help)"),
         (["compare", "a", "b", "--bogus"], "No such option: --bogus"),
-        (["report", "x", "--sort", "size"], "Invalid value for '--sort'"),
+        (["report", "x", "--sort", "size"], "--sort: 'size' is not one of 'run', 'effect', 'time'."),
+        (["trace", "x", "--top", "many"], "--top: must be a valid integer ('kprof trace -h' for help)"),
+        (["trace", "x", "--jobs", "-1"], "--jobs: must be greater than or equal to 0"),
     ):
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
+        assert "Value error" not in res.stderr and "Input should" not in res.stderr  # typer's validator, leaking
         assert res.stderr.startswith("kprof: error: ") and words in res.stderr and res.stderr.count("\n") == 1, (
             res.stderr
         )

@@ -78,7 +78,10 @@ def compare(
 ) -> Comparison:
     a, b = load_side(a_path, steps), load_side(b_path, steps)
     if a.kind != b.kind:
-        raise KprofInputError(b_path, f"is a {b.kind}, but {a_path} is a {a.kind}: compare like with like")
+        what = {"run": "a run folder", "traces": "a trace (or a folder of traces)"}
+        raise KprofInputError(
+            b_path, f"is {what.get(b.kind, b.kind)}, but {a_path} is {what.get(a.kind, a.kind)}: compare like with like"
+        )
     if control is not None:
         _check_control(control, a, b)
     return compare_sides(a, b, threshold_pct, control)
