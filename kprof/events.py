@@ -52,16 +52,17 @@ class Phase(_Event, frozen=True, tag="phase"):
 
     def stage_text(self) -> str:
         """The stage in words, said once however many legs and buffer sets it goes through."""
-        return f"{self._where}: {STAGES.get(self.stage, PHASES.get(self.step, self.step))}"
+        return f"{self.place}: {STAGES.get(self.stage, PHASES.get(self.step, self.step))}"
 
     @property
-    def _where(self) -> str:
+    def place(self) -> str:
+        """The case, and which of its processes."""
         return self.case + (f" (process {self.process})" if self.process else "")
 
     def text(self) -> str:
         """The phase in words (``case: correctness gate · leg``)."""
         what = PHASES.get(self.step, self.step)
-        return f"{self._where}: {what}" + (f" · {self.leg}" if self.leg and self.step in ("check", "capture") else "")
+        return f"{self.place}: {what}" + (f" · {self.leg}" if self.leg and self.step in ("check", "capture") else "")
 
 
 class RoundDone(_Event, frozen=True, tag="round"):

@@ -83,7 +83,9 @@ def _leg_table(c: Comparison, view: View) -> Table:
     )
     rows = shown_rows(c.legs, view)
     is_control = (rows["role"] == CONTROL).to_numpy(bool) if "role" in rows else np.zeros(len(rows), bool)
-    a, b = _side_by_side(rows["a"].tolist(), rows["b"].tolist())
+    own = rows[is_control] if c.control is not None else rows  # with a control, only its row is in µs
+    decimals = column_decimals([*own["a"], *own["b"]])
+    a, b = ([with_decimals(v, decimals) for v in rows[side]] for side in ("a", "b"))
     if c.control is not None:  # ratios to the control leg in 4 decimals; its own row µs
         a = [x if control else f"{v:.4f}" for x, v, control in zip(a, rows["a"], is_control, strict=True)]
         b = [x if control else f"{v:.4f}" for x, v, control in zip(b, rows["b"], is_control, strict=True)]
