@@ -40,13 +40,53 @@ def table_from_columns(columns: dict[str, Any], schema: pa.Schema) -> pd.DataFra
     """
     columns = {k: v.array if isinstance(v, pd.Series) else v for k, v in columns.items()}
     n = max((len(v) for v in columns.values() if v is not None), default=0)
+    columns = {f.name: _absent(n, f) if columns.get(f.name) is None else columns[f.name] for f in schema}
     as_is = {f.name: columns[f.name] for f in schema if _in_pandas_form(columns.get(f.name), f.type)}
     rest = [f for f in schema if f.name not in as_is]
-    arrays = [pa.nulls(n, f.type) if columns.get(f.name) is None else _arrow(columns[f.name], f.type) for f in rest]
+    arrays = [pa.nulls(n, f.type) if columns[f.name] is None else _arrow(columns[f.name], f.type) for f in rest]
     converted = pa.Table.from_arrays(arrays, schema=pa.schema(rest))
     frame = converted.to_pandas(types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True)
     ordered = {name: as_is[name] if name in as_is else frame[name].array for name in schema.names}
-    return pd.DataFrame(ordered, copy=False)
+    return pd.DataFrame({name: narrowed(values, name) for name, values in ordered.items()}, copy=False)
+
+
+#: Signed widths an integer column may take in memory, narrowest first.
+_WIDTHS = (np.int8, np.int16, np.int32, np.int64)
+
+
+def narrowest(lo: int, hi: int) -> type[np.signedinteger]:
+    """The narrowest signed integer type that holds every value from ``lo`` to ``hi``."""
+    return next(t for t in _WIDTHS if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+
+
+def is_time(name: str) -> bool:
+    """Times (``*_ns``) are int64 in every table, whatever their values: arithmetic on them (sums,
+    differences, offsets to a base) must never wrap."""
+    return name.endswith("_ns")
+
+
+def narrowed(values: Any, name: str) -> Any:
+    """An integer column in the narrowest signed type that holds its values (nulls kept); times stay
+    int64 (``is_time``). Ids, sizes and counts take a byte or two a row where they fit: most of a
+    table of tiny kernels is otherwise their upper zeros."""
+    if not isinstance(values, pd.arrays.IntegerArray) or is_time(name):
+        return values
+    lo, hi = values.min(skipna=True), values.max(skipna=True)
+    if lo is pd.NA:  # empty, or every value missing
+        return values.astype(pd.Int8Dtype(), copy=False)
+    width = narrowest(int(lo), int(hi))
+    return values.astype(pd.api.types.pandas_dtype(f"Int{np.iinfo(width).bits}"), copy=False)
+
+
+def _absent(n: int, column: pa.Field) -> Any:
+    """A column none of whose ``n`` values is known, in its pandas form (through Arrow, its buffers
+    would stay in Arrow's memory pool after the conversion). None where that form is Arrow's own."""
+    if pa.types.is_dictionary(column.type):
+        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), categories=pd.Index([], dtype=str))
+    if column.type in _NULLABLE:
+        width = np.int64 if is_time(column.name) else np.int8
+        return pd.arrays.IntegerArray(np.zeros(n, dtype=width), np.ones(n, dtype=bool))
+    return None
 
 
 def _arrow(values: Any, arrow_type: pa.DataType) -> pa.Array:
@@ -62,7 +102,12 @@ def _in_pandas_form(values: Any, arrow_type: pa.DataType) -> bool:
     if isinstance(values, pd.Categorical):
         return pa.types.is_dictionary(arrow_type) and pd.api.types.is_string_dtype(values.categories)
     nullable = _NULLABLE.get(arrow_type)
-    return nullable is not None and isinstance(values, pd.arrays.IntegerArray) and values.dtype == nullable
+    return (
+        nullable is not None
+        and isinstance(values, pd.arrays.IntegerArray)
+        and values.dtype.numpy_dtype.kind == "i"
+        and values.dtype.numpy_dtype.itemsize <= nullable.numpy_dtype.itemsize
+    )
 
 
 def categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:

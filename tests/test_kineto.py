@@ -335,14 +335,15 @@ def test_input_errors_survive_a_process_boundary() -> None:
 
 def test_columns_already_in_pandas_form_are_taken_as_they_are() -> None:
     """The events table is built from the Kineto reader's nullable and categorical columns without
-    the Arrow round trip (no copy), and equals the table built from plain values, dtypes included."""
+    the Arrow round trip (no copy, where a column is already as narrow as its values allow), and
+    equals the table built from plain values, dtypes included."""
     import numpy as np
     import pandas as pd
 
     from kprof.trace import events_table
 
     start = np.array([10, 20, 30], dtype=np.int64)
-    registers = np.array([32, 0, 64], dtype=np.int32)
+    registers = np.array([32, 0, 64], dtype=np.int8)
     missing = np.array([False, True, False])
     names = pd.Categorical.from_codes([0, 1, 0], categories=["gemm", "copy"])
     pandas_form = events_table(
@@ -357,3 +358,37 @@ def test_columns_already_in_pandas_form_are_taken_as_they_are() -> None:
     assert pandas_form["name"].cat.categories.dtype == plain["name"].cat.categories.dtype
     assert np.shares_memory(pandas_form["start_ns"].array._data, start)
     assert np.shares_memory(pandas_form["registers"].array._data, registers)
+
+
+def test_integer_columns_take_the_narrowest_width_their_values_allow_and_times_stay_int64() -> None:
+    """A table of tiny kernels is mostly the upper zeros of small ids and sizes: each integer column
+    is held in the narrowest signed type that holds its values (nulls kept), times in int64."""
+    import pandas as pd
+
+    from kprof.trace import events_table
+
+    t = events_table(
+        {
+            "start_ns": [1, 2, 3],
+            "dur_ns": [1, 1, 1],
+            "registers": [32, None, 64],
+            "block_x": [128, 256, 1024],
+            "grid_x": [1, 70_000, 2],
+            "correlation": [None, None, None],
+            "stream": [-(2**40), 7, 7],
+        }
+    )
+    widths = {
+        c: str(t[c].dtype) for c in ("start_ns", "dur_ns", "registers", "block_x", "grid_x", "correlation", "stream")
+    }
+    assert widths == {
+        "start_ns": "Int64",
+        "dur_ns": "Int64",
+        "registers": "Int8",
+        "block_x": "Int16",
+        "grid_x": "Int32",
+        "correlation": "Int8",
+        "stream": "Int64",
+    }
+    assert t["registers"].tolist() == [32, pd.NA, 64] and t["grid_x"].tolist() == [1, 70_000, 2]
+    assert t["stream"].tolist()[0] == -(2**40) and t["correlation"].isna().all()

@@ -193,10 +193,10 @@ def annotation_table(trace: Trace, step_pattern: re.Pattern[str]) -> pd.DataFram
     r = r[(r["domain"] == "gpu") | ~r["name"].isin(gpu_names)]
     starts_k = k["start_ns"].to_numpy("int64")
     launch = k["launch_ns"]
-    points_cpu = np.where(launch.notna().to_numpy(bool), launch.fillna(0).to_numpy("int64"), starts_k)
-    tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
+    points_cpu = np.where(launch.notna().to_numpy(bool), launch.to_numpy("int64", na_value=0), starts_k)
+    tids = k["launch_tid"].to_numpy("int64", na_value=-(2**62))
     device = k["device"].to_numpy("int64")
-    stream = k["stream"].fillna(-1).to_numpy("int64")
+    stream = k["stream"].to_numpy("int64", na_value=-1)
     dur = k["dur_ns"].to_numpy("int64")
     is_kernel = (k["kind"] == "kernel").to_numpy(np.int64)
     gpu_ns = np.zeros(len(r), dtype=np.int64)

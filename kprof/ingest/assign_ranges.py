@@ -19,7 +19,7 @@ import pandas as pd
 from kprof.errors import checked_regex
 from kprof.ingest.names import name_matches
 from kprof.intervals import innermost_containing
-from kprof.trace import Trace, categorical
+from kprof.trace import Trace, categorical, narrowed
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#(\d+)$"
 
@@ -44,7 +44,7 @@ def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Launch time where known, else the kernel's own start; and whether it was a launch time."""
     has_launch = kernels["launch_ns"].notna().to_numpy()
     points = np.where(
-        has_launch, kernels["launch_ns"].fillna(0).to_numpy("int64"), kernels["start_ns"].to_numpy("int64")
+        has_launch, kernels["launch_ns"].to_numpy("int64", na_value=0), kernels["start_ns"].to_numpy("int64")
     )
     return points, has_launch
 
@@ -53,7 +53,7 @@ def _lane_keys(events: pd.DataFrame, gpu_ranges: pd.DataFrame) -> tuple[np.ndarr
     """One int key per (device, stream): Kineto writes a ``gpu_user_annotation`` on the stream (its
     ``tid``) whose work it spans, so a GPU range may only hold kernels of its own stream."""
     device = np.concatenate([events["device"].to_numpy("int64"), gpu_ranges["device"].to_numpy("int64")])
-    stream = np.concatenate([events["stream"].fillna(-1).to_numpy("int64"), gpu_ranges["tid"].to_numpy("int64")])
+    stream = np.concatenate([events["stream"].to_numpy("int64", na_value=-1), gpu_ranges["tid"].to_numpy("int64")])
     streams, stream_codes = np.unique(stream, return_inverse=True)
     _, device_codes = np.unique(device, return_inverse=True)
     codes = device_codes.astype(np.int64) * len(streams) + stream_codes
@@ -161,7 +161,7 @@ def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> pd.Categorical:
         code = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_ann, lanes_r)
     if len(cpu_ann):
         points, _ = _kernel_points(k)
-        tids = k["launch_tid"].fillna(-(2**62)).to_numpy("int64")
+        tids = k["launch_tid"].to_numpy("int64", na_value=-(2**62))
         idx = _assign(points, tids, cpu_ann, cpu_ann["tid"].to_numpy("int64"))
         fresh = (code < 0) & (idx >= 0)
         code[fresh] = len(gpu_ann) + idx[fresh]
@@ -180,8 +180,8 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
     step_idx, chosen, source = _steps(trace, steps, pattern)
     if len(chosen):
         numbers = _step_numbers(chosen, pattern)
-        trace.events["step"] = pd.array(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), dtype="Int64")
-        trace.events.loc[step_idx < 0, "step"] = pd.NA
+        values = pd.arrays.IntegerArray(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), step_idx < 0)
+        trace.events["step"] = narrowed(values, "step")
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
     trace.events["annotation"] = _annotations(k, annotations)

@@ -53,13 +53,19 @@ def split_by_rank(trace: Trace, range_ranks: np.ndarray, source: str) -> list[Tr
     return pieces
 
 
+_BLOCK = 1 << 16
+
+
 def device_of_range_processes(range_pids: np.ndarray, row_pids: np.ndarray, row_devices: np.ndarray) -> np.ndarray:
     """The device a GPU range lies on: its process's devices when those rows name one device only
     (a merged file's GPU process ``100000003`` runs device 3), else the pid, as Kineto writes it."""
     out = range_pids.copy()
     if not len(range_pids) or not len(row_pids):
         return out
-    pairs = pd.DataFrame({"pid": row_pids, "device": row_devices}).drop_duplicates()
+    pairs = pd.concat(  # a block at a time: a frame of every row would cost more than the table
+        pd.DataFrame({"pid": row_pids[at : at + _BLOCK], "device": row_devices[at : at + _BLOCK]}).drop_duplicates()
+        for at in range(0, len(row_pids), _BLOCK)
+    ).drop_duplicates()
     single = pairs.groupby("pid")["device"].agg(["first", "size"])
     single = single[single["size"] == 1]["first"]
     mapped = pd.Series(range_pids).map(single)

@@ -19,6 +19,7 @@ from kprof.ingest.formats.kineto_events import (
     FAST,
     GPU_KIND_NAMES,
     NULL_INT,
+    Chunks,
     DistributedInfo,
     Document,
     EventBuffer,
@@ -34,7 +35,8 @@ from kprof.ingest.normalize import trace_meta
 from kprof.ingest.ranks import device_of_range_processes, ranks_from_process_names, ranks_of, split_by_rank
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.ingest.source import Progress
-from kprof.trace import Trace, categorical, events_table, range_table
+from kprof.schema import KERNEL_EVENTS
+from kprof.trace import Trace, categorical, events_table, narrowed, range_table
 
 
 def load(
@@ -77,18 +79,72 @@ def _told(on_progress: Progress | None, memory: MemoryGuard | None) -> Progress 
     return progress
 
 
-def _nullable(values: np.ndarray, dtype: Any = np.int64) -> pd.arrays.IntegerArray:
+def _nullable(values: np.ndarray, name: str) -> pd.arrays.IntegerArray:
+    """The events table's column ``name`` from int64 values (NULL_INT for missing): null where
+    missing or beyond the schema's width for it, and as narrow as its values allow."""
     missing = values == NULL_INT
-    if dtype is not np.int64:
-        info = np.iinfo(dtype)
+    bits = KERNEL_EVENTS.field(name).type.bit_width
+    if bits < 64:
+        info = np.iinfo(f"int{bits}")
         missing |= (values < info.min) | (values > info.max)  # a value the column cannot hold is unknown
+    if missing.any():
         values = np.where(missing, 0, values)
-    return pd.arrays.IntegerArray(values.astype(dtype, copy=False), missing)
+    return narrowed(pd.arrays.IntegerArray(values, missing), name)
 
 
-def _not_null(values: np.ndarray) -> pd.arrays.IntegerArray:
-    """A column that is never null, in its pandas form (taken as it is, not copied)."""
-    return pd.arrays.IntegerArray(values, np.zeros(len(values), dtype=bool))
+def _launch_rows(
+    gpu_key: np.ndarray, launch_key: np.ndarray, by_rank: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each activity's launching API call, by correlation id (the last call wins on reuse): whether
+    it has one, and its row among the launches."""
+    if by_rank is not None:  # each rank numbers its own correlation ids
+        gpu_key, launch_key = _rank_keyed(gpu_key, by_rank[0]), _rank_keyed(launch_key, by_rank[1])
+    _, last = np.unique(launch_key[::-1], return_index=True)
+    keep = len(launch_key) - 1 - last
+    del last
+    corr_sorted = launch_key[keep]
+    pos = np.minimum(np.searchsorted(corr_sorted, gpu_key), max(len(corr_sorted) - 1, 0))
+    found = (gpu_key != NULL_INT) & (len(corr_sorted) > 0)
+    if len(corr_sorted):
+        found &= corr_sorted[pos] == gpu_key
+    return found, keep[pos] if len(keep) else pos
+
+
+def _grids_and_blocks(gpu: dict[str, Chunks], work_items: np.ndarray) -> dict[str, pd.arrays.IntegerArray]:
+    """Grid and block columns; a grid given in work-items (``work_items``: HIP's extended launches)
+    is divided by its block, rounding up."""
+    cols = {}
+    for axis in "xyz":
+        grid, block = gpu.pop("grid_" + axis).take(), gpu.pop("block_" + axis).take()
+        convert = work_items & (grid != NULL_INT) & (block != NULL_INT) & (block > 0)
+        grid = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
+        cols["grid_" + axis] = _nullable(grid, "grid_" + axis)
+        cols["block_" + axis] = _nullable(block, "block_" + axis)
+    return cols
+
+
+def _from_launch(values: np.ndarray, found: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """A launch column's value for each activity (NULL_INT where it has no launch)."""
+    return np.where(found, values[idx], NULL_INT) if len(values) else np.full(len(found), NULL_INT)
+
+
+def _names(c: EventBuffer) -> dict[str, pd.Categorical]:
+    """Each activity's full (demangled) name, short name and kind. Copies and memsets keep their
+    names; kernels get the short C++-less form."""
+    codes = c.gpu_name.take()
+    raw_names = list(c.names)
+    demangled = demangle_all(raw_names)
+    full_names = [demangled.get(n, n) for n in raw_names]
+    kinds = pd.Categorical.from_codes(joined(c.gpu_kind, np.int8), categories=list(GPU_KIND_NAMES))
+    c.gpu_kind.clear()
+    is_kernel_name = np.zeros(len(raw_names), dtype=bool)
+    is_kernel_name[np.unique(codes[np.asarray(kinds.codes == 0)])] = True
+    short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
+    return {
+        "name": categorical(codes, full_names),
+        "short_name": categorical(codes, short_names),
+        "kind": kinds,
+    }
 
 
 def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
@@ -106,77 +162,46 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     if rank is None:
         rank = file_rank if file_rank is not None else 0
 
-    # Each column's chunks go as soon as it is joined, and each joined column once it is in the
-    # table (or used): the table is not held twice.
-    g = {k: joined(c.gpu_ints.pop(k)) for k in list(c.gpu_ints)}
-    start = g.pop("ts") + base
-    dur = np.maximum(g.pop("dur"), 0)
-    # Join each activity to its launching API call by correlation id (the last call wins on reuse).
-    lc = {k: joined(c.launch.pop(k), bool if k == "work_items" else np.int64) for k in list(c.launch)}
-    gpu_pid, range_pid = g.pop("pid"), np.array([r[2] for r in c.ranges], dtype=np.int64)
-    by_rank = _ranks_in_file(c, gpu_pid, lc["pid"], range_pid, warnings)
-    gpu_key, launch_key = g["correlation"], lc["correlation"]
-    if by_rank is not None:  # each rank numbers its own correlation ids
-        gpu_key, launch_key = _rank_keyed(gpu_key, by_rank[0]), _rank_keyed(launch_key, by_rank[1])
-    _, last = np.unique(launch_key[::-1], return_index=True)
-    keep = len(launch_key) - 1 - last
-    corr_sorted = launch_key[keep]
-    pos = np.searchsorted(corr_sorted, gpu_key)
-    pos = np.minimum(pos, max(len(corr_sorted) - 1, 0))
-    found = (gpu_key != NULL_INT) & (len(corr_sorted) > 0)
-    if len(corr_sorted):
-        found &= corr_sorted[pos] == gpu_key
-    idx = keep[pos] if len(keep) else pos
-
-    def from_launch(values: np.ndarray) -> np.ndarray:
-        return np.where(found, values[idx], NULL_INT) if len(values) else np.full(len(found), NULL_INT)
-
-    launch_ns = from_launch(lc["ts"] + base)
-    work_items = found & (lc["work_items"][idx] if len(keep) else False)
-    grids = {}
-    for axis in "xyz":
-        grid, block = g.pop("grid_" + axis), g["block_" + axis]
-        convert = work_items & (grid != NULL_INT) & (block != NULL_INT) & (block > 0)
-        grids[axis] = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
-    shared = g.pop("shared")
-    shared = np.where(shared != NULL_INT, shared, from_launch(lc.pop("shared")))
-
-    used, name_ids = np.unique(joined(c.gpu_name), return_inverse=True)
-    raw_names, remap = np.unique(np.array([c.names[i] for i in used.tolist()], dtype=object), return_inverse=True)
-    name_codes = remap[name_ids]
-    demangled = demangle_all(raw_names.tolist())
-    full_names = [demangled.get(n, n) for n in raw_names.tolist()]
-    full = categorical(name_codes, full_names)
-    kinds = pd.Categorical(np.array(GPU_KIND_NAMES, dtype=object)[joined(c.gpu_kind, np.int8)])
-    c.gpu_name.clear()
-    c.gpu_kind.clear()
-    # Copies and memsets keep their names; kernels get the short C++-less form.
-    is_kernel_name = np.zeros(len(raw_names), dtype=bool)
-    is_kernel_name[np.unique(name_codes[np.asarray(kinds == "kernel")])] = True
-    short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
-    device = g.pop("device")
+    # Each column is joined, converted and placed in the table one at a time, its pieces freed as
+    # it goes: at no point are the pieces and the table, or two int64 copies of all columns, held.
+    gpu, launch = c.gpu_ints, c.launch
+    gpu_pid, range_pid = gpu.pop("pid").take(), np.array([r[2] for r in c.ranges], dtype=np.int64)
+    by_rank = _ranks_in_file(c, gpu_pid, launch.pop("pid").take(), range_pid, warnings)
+    correlation = gpu.pop("correlation").take()
+    found, idx = _launch_rows(correlation, launch.pop("correlation").take(), by_rank)
+    cols: dict[str, Any] = {"correlation": _nullable(correlation, "correlation")}
+    del correlation
+    cols["launch_ns"] = _nullable(_from_launch(launch.pop("ts").take() + base, found, idx), "launch_ns")
+    cols["launch_tid"] = _nullable(_from_launch(launch.pop("tid").take(), found, idx), "launch_tid")
+    launch_shared = _from_launch(launch.pop("shared").take(), found, idx)
+    launch_items = launch.pop("work_items").take()
+    work_items = found & (launch_items[idx] if len(launch_items) else False)
+    del found, idx, launch_items
+    cols.update(_grids_and_blocks(gpu, work_items))
+    del work_items
+    shared = gpu.pop("shared").take()
+    cols["shared_mem_bytes"] = _nullable(np.where(shared != NULL_INT, shared, launch_shared), "shared_mem_bytes")
+    del shared, launch_shared
+    cols["registers"] = _nullable(gpu.pop("registers").take(), "registers")
+    cols.update(_names(c))
+    device = gpu.pop("device").take()
     ranges_device = device_of_range_processes(range_pid, gpu_pid, device)
-    ranks = by_rank[0] if by_rank is not None else np.full(len(start), rank, dtype=np.int64)
-    cols: dict[str, Any] = {
-        "rank": _not_null(ranks.astype(np.int32)),
-        "device": _not_null(device.astype(np.int32)),
-        "stream": _not_null(g.pop("stream")),
-        "start_ns": _not_null(start),
-        "end_ns": _not_null(start + dur),
-        "dur_ns": _not_null(dur),
-        "name": full,
-        "short_name": categorical(name_codes, short_names),
-        "kind": kinds,
-        "correlation": _nullable(g.pop("correlation")),
-        "registers": _nullable(g.pop("registers"), np.int32),
-        "shared_mem_bytes": _nullable(shared, np.int32),
-        "launch_ns": _nullable(launch_ns),
-        "launch_tid": _nullable(from_launch(lc.pop("tid"))),
-    }
-    for axis in "xyz":
-        cols["grid_" + axis] = _nullable(grids.pop(axis), np.int32)
-        cols["block_" + axis] = _nullable(g.pop("block_" + axis), np.int32)
+    del gpu_pid
+    cols["device"] = _nullable(device, "device")
+    del device
+    cols["stream"] = _nullable(gpu.pop("stream").take(), "stream")
+    n = len(cols["stream"])
+    cols["rank"] = _nullable(by_rank[0] if by_rank is not None else np.full(n, rank, dtype=np.int64), "rank")
+    start = gpu.pop("ts").take() + base
+    dur = np.maximum(gpu.pop("dur").take(), 0)
+    cols["start_ns"], cols["end_ns"], cols["dur_ns"] = (
+        _nullable(start, "start_ns"),
+        _nullable(start + dur, "end_ns"),
+        _nullable(dur, "dur_ns"),
+    )
+    del start, dur
     events = events_table(cols)
+    del cols
 
     times = np.concatenate(c.range_times, axis=1) if c.range_times else np.zeros((2, 0), dtype=np.int64)
     r_start = times[0] + base

@@ -190,6 +190,60 @@ _GPU_INT_FIELDS = (
 )
 
 
+def joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+
+
+_NARROW = (np.int8, np.int16, np.int32)
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """An int64 piece (NULL_INT for missing) in the narrowest type whose minimum lies below every
+    value it holds: that minimum then stands for NULL_INT. Other dtypes are kept as they are."""
+    if values.dtype != np.int64 or not len(values):
+        return values
+    present = values != NULL_INT
+    if not present.any():
+        return np.full(len(values), np.iinfo(np.int8).min, dtype=np.int8)
+    lo, hi = int(values.min(where=present, initial=np.iinfo(np.int64).max)), int(values.max())
+    for width in _NARROW:
+        info = np.iinfo(width)
+        if info.min < lo and hi <= info.max:
+            return np.where(present, values, info.min).astype(width)
+    return values
+
+
+class Chunks:
+    """One int64 column (NULL_INT for missing) kept a piece at a time, each piece as narrow as its
+    values allow: ids, sizes and durations of a trace of tiny kernels take a byte or two, not eight."""
+
+    def __init__(self) -> None:
+        self._parts: list[np.ndarray] = []
+
+    def append(self, values: np.ndarray) -> None:
+        self._parts.append(_compact(values))
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self._parts)
+
+    def take(self) -> np.ndarray:
+        """The whole column (int64 with NULL_INT, or the pieces' own dtype), each piece freed as it
+        is copied in: the chunks are empty afterwards."""
+        parts, self._parts = self._parts, []
+        if parts and all(p.dtype == bool for p in parts):
+            return joined(parts, bool)
+        out = np.empty(sum(len(p) for p in parts), dtype=np.int64)
+        at = 0
+        while parts:
+            part = parts.pop(0)
+            piece = out[at : at + len(part)]
+            piece[:] = part
+            if part.dtype != np.int64:
+                piece[part == np.iinfo(part.dtype).min] = NULL_INT
+            at += len(part)
+        return out
+
+
 def _int_or_null(v: Any) -> int:
     return v if type(v) is int and -(2**63) < v < 2**63 else NULL_INT
 
@@ -249,12 +303,10 @@ class EventBuffer:
     name_ids: dict[str, int] = field(default_factory=dict)
     string_ids: dict[str, int] = field(default_factory=dict)
     gpu_kind: list[np.ndarray] = field(default_factory=list)  # int8 codes into GPU_KIND_NAMES
-    gpu_name: list[np.ndarray] = field(default_factory=list)  # int64 codes into names
-    gpu_ints: dict[str, list[np.ndarray]] = field(
-        default_factory=lambda: {k: [] for k in (*_GPU_INT_FIELDS, "ts", "dur")}
-    )
-    launch: dict[str, list[np.ndarray]] = field(
-        default_factory=lambda: {k: [] for k in ("correlation", "ts", "pid", "tid", "work_items", "shared")}
+    gpu_name: Chunks = field(default_factory=Chunks)  # codes into names
+    gpu_ints: dict[str, Chunks] = field(default_factory=lambda: {k: Chunks() for k in (*_GPU_INT_FIELDS, "ts", "dur")})
+    launch: dict[str, Chunks] = field(
+        default_factory=lambda: {k: Chunks() for k in ("correlation", "ts", "pid", "tid", "work_items", "shared")}
     )
     process_names: dict[int, str] = field(default_factory=dict)  # from the ``process_name`` metadata events
     ranges: list[tuple[str, str, int, int]] = field(default_factory=list)
@@ -280,7 +332,7 @@ class EventBuffer:
 
     @property
     def gpu_rows(self) -> int:
-        return sum(len(codes) for codes in self.gpu_name)
+        return len(self.gpu_name)
 
     def take(self, events: list[Event]) -> None:
         gpu_kinds, launch_cats, intern, other = GPU_CATEGORIES, LAUNCH_CATEGORIES, self._intern, self.other_categories
@@ -512,10 +564,6 @@ def _enclosing_object(data: bytes | bytearray, at: int, lo: int, hi: int) -> byt
                 return bytes(data[start : end + 1])
         end += 1
     return None
-
-
-def joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
 
 
 def _stream_id(stream: int | str | None, tid: int | str | None) -> int:
