@@ -38,9 +38,9 @@ def innermost_containing(points: np.ndarray, starts: np.ndarray, ends: np.ndarra
     ends = np.asarray(ends, dtype=np.int64)
     lo = np.searchsorted(sorted_points, starts, side="left")
     hi = np.searchsorted(sorted_points, ends, side="right")
-    for r in np.argsort(-(ends - starts), kind="stable"):
-        if hi[r] > lo[r]:
-            out[order[lo[r] : hi[r]]] = r
+    longest_first = np.argsort(-(ends - starts), kind="stable")
+    for r in longest_first[hi[longest_first] > lo[longest_first]].tolist():
+        out[order[lo[r] : hi[r]]] = r
     return out
 
 

@@ -116,7 +116,9 @@ def categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:
     if not len(labels):
         return pd.Categorical.from_codes(codes, categories=pd.Index([], dtype=object))
     unique, remap = np.unique(np.array(labels, dtype=object), return_inverse=True)
-    return pd.Categorical.from_codes(np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), categories=unique.tolist())
+    mapped = remap.astype(narrowest(-1, len(unique)))[np.maximum(codes, 0)]
+    mapped[codes < 0] = -1
+    return pd.Categorical.from_codes(mapped, categories=unique.tolist())
 
 
 def events_table(columns: dict[str, Any]) -> pd.DataFrame:

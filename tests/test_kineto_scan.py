@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import EAGER, REAL, TRACES
 from kprof.errors import KprofInputError
 from kprof.ingest.formats import kineto_events, kineto_scan, kineto_stream
-from kprof.ingest.formats.kineto_events import EXACT, FAST, EventBuffer, InexactTimes, joined
+from kprof.ingest.formats.kineto_events import EXACT, FAST, EventBuffer, InexactTimes
 
 needs_scanner = pytest.mark.skipif(not kineto_scan.AVAILABLE, reason="the C scanner is not built here")
 
@@ -49,7 +49,7 @@ def _kept(c: EventBuffer) -> dict[str, Any]:
     top = c.top
     return {
         "names": [c.names[i] for i in c.gpu_name.take().tolist()],
-        "kinds": joined(c.gpu_kind, np.int8).tolist(),
+        "kinds": c.gpu_kind.take().tolist(),
         **{f"gpu.{k}": v.take().tolist() for k, v in c.gpu_ints.items()},
         **{f"launch.{k}": v.take().tolist() for k, v in c.launch.items()},
         "ranges": c.ranges,
@@ -388,3 +388,40 @@ def test_kernels_that_are_not_complete_events_are_counted_as_skipped_on_both_pat
     for mode in ("msgspec", "piecewise", "ahead"):
         kept = _kept(_collect(path, mode, monkeypatch))
         assert kept["skipped"] == 600 and len(kept["names"]) == 200, mode
+
+
+_INT64 = st.one_of(st.just(kineto_events.NULL_INT), st.integers(-(2**63) + 1, 2**63 - 1), st.integers(-300, 300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.lists(_INT64, max_size=6), max_size=8), block=st.integers(1, 7))
+def test_chunks_give_back_every_value_and_null_across_narrowed_blocks(pieces: list[list[int]], block: int) -> None:
+    """Blocks are stored in the narrowest type whose minimum stands for a null: whatever the mix of
+    small values, extremes and nulls, and wherever the block boundaries fall, ``take`` returns the
+    int64 column it was given, and leaves the chunks empty."""
+    original = kineto_events._BLOCK_ROWS
+    kineto_events._BLOCK_ROWS = block
+    try:
+        chunks = kineto_events.Chunks()
+        for piece in pieces:
+            chunks.append(np.array(piece, dtype=np.int64))
+        assert len(chunks) == sum(map(len, pieces))
+        taken = chunks.take()
+    finally:
+        kineto_events._BLOCK_ROWS = original
+    assert taken.dtype == np.int64 and taken.tolist() == [v for p in pieces for v in p]
+    assert len(chunks) == 0 and len(chunks.take()) == 0
+
+
+def test_chunks_keep_blocks_narrow_and_other_dtypes_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto_events, "_BLOCK_ROWS", 4)
+    ids = kineto_events.Chunks()
+    for piece in ([1, 2], [3, kineto_events.NULL_INT], [70_000, 5]):
+        ids.append(np.array(piece, dtype=np.int64))
+    assert [b.dtype for b in ids._blocks] == [np.int8]  # the first four rows, one null among them
+    kinds = kineto_events.Chunks()
+    kinds.append(np.array([0, 2], dtype=np.int8))
+    flags = kineto_events.Chunks()
+    flags.append(np.array([True, False]))
+    assert ids.take().tolist() == [1, 2, 3, kineto_events.NULL_INT, 70_000, 5]
+    assert kinds.take().dtype == np.int8 and flags.take().dtype == bool

@@ -12,6 +12,7 @@ innermost range first, and CPU ranges only match launches made on their own thre
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ import pandas as pd
 from kprof.errors import checked_regex
 from kprof.ingest.names import name_matches
 from kprof.intervals import innermost_containing
-from kprof.trace import Trace, categorical, narrowed
+from kprof.trace import Trace, categorical, narrowest
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#(\d+)$"
 
@@ -40,52 +41,76 @@ def _step_numbers(ranges: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
     return numbers
 
 
-def _kernel_points(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Launch time where known, else the kernel's own start; and whether it was a launch time."""
-    has_launch = kernels["launch_ns"].notna().to_numpy()
-    points = np.where(
-        has_launch, kernels["launch_ns"].to_numpy("int64", na_value=0), kernels["start_ns"].to_numpy("int64")
-    )
-    return points, has_launch
+_BLOCK = 1 << 18  # events matched at a time: beside the table, matching holds its answer (4 B an event)
+_MISSING = -(2**62)  # a missing lane value, which no range's lane equals
+GPU_LANE = (("device", "device"), ("stream", "tid"))  # Kineto writes a GPU range on the stream it spans
+THREAD_LANE = (("launch_tid", "tid"),)  # a CPU range holds launches made on its own thread
+ANY_LANE: tuple[tuple[str, str], ...] = ()
 
 
-def _lane_keys(events: pd.DataFrame, gpu_ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """One int key per (device, stream): Kineto writes a ``gpu_user_annotation`` on the stream (its
-    ``tid``) whose work it spans, so a GPU range may only hold kernels of its own stream."""
-    device = np.concatenate([events["device"].to_numpy("int64"), gpu_ranges["device"].to_numpy("int64")])
-    stream = np.concatenate([events["stream"].to_numpy("int64", na_value=-1), gpu_ranges["tid"].to_numpy("int64")])
-    streams, stream_codes = np.unique(stream, return_inverse=True)
-    _, device_codes = np.unique(device, return_inverse=True)
-    codes = device_codes.astype(np.int64) * len(streams) + stream_codes
-    return codes[: len(events)], codes[len(events) :]
+def kernel_points(kernels: pd.DataFrame) -> np.ndarray:
+    """Launch time where known, else the kernel's own start."""
+    points = kernels["start_ns"].to_numpy("int64", copy=True)  # without copy=True, the table's own array
+    launch = kernels["launch_ns"]
+    has_launch = launch.notna().to_numpy()
+    points[has_launch] = launch[has_launch].to_numpy("int64")
+    return points
+
+
+def start_points(kernels: pd.DataFrame) -> np.ndarray:
+    return kernels["start_ns"].to_numpy("int64")
+
+
+def _range_lanes(ranges: pd.DataFrame, lane: tuple[tuple[str, str], ...]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """The ranges' rows grouped by their lane values; a range whose lane is unknown holds nothing."""
+    if not lane:
+        return [((), np.arange(len(ranges)))]
+    keys = np.stack([ranges[r].to_numpy("int64", na_value=_MISSING) for _, r in lane], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return [(tuple(u.tolist()), np.flatnonzero(inverse == i)) for i, u in enumerate(unique) if _MISSING not in u]
 
 
 def _assign(
-    points: np.ndarray, groups_k: np.ndarray | None, ranges: pd.DataFrame, groups_r: np.ndarray | None
+    events: pd.DataFrame,
+    points_of: Callable[[pd.DataFrame], np.ndarray],
+    ranges: pd.DataFrame,
+    lane: tuple[tuple[str, str], ...],
 ) -> np.ndarray:
-    """For each group (lane or thread), the index of each point's innermost range of that group, or -1."""
-    out = np.full(len(points), -1, dtype=np.int64)
-    keys = [None] if groups_r is None else np.unique(groups_r)
-    for key in keys:
-        rsel = np.ones(len(ranges), bool) if key is None else (groups_r == key)
-        ksel = np.ones(len(points), bool) if key is None else (groups_k == key)
-        if not rsel.any() or not ksel.any():
-            continue
-        sub = ranges[rsel]
-        idx = innermost_containing(points[ksel], sub["start_ns"].to_numpy("int64"), sub["end_ns"].to_numpy("int64"))
-        hit = idx >= 0
-        out[np.flatnonzero(ksel)[hit]] = np.flatnonzero(rsel)[idx[hit]]
+    """Each event's innermost range among those of its own lane (event column = range column for
+    each pair of ``lane``) that holds its point, as a row of ``ranges``, or -1. Events are read a
+    block at a time, so that the transient arrays of matching stay a few MB whatever the trace."""
+    out = np.full(len(events), -1, dtype=np.int32)
+    if not len(ranges):
+        return out
+    starts, ends = ranges["start_ns"].to_numpy("int64"), ranges["end_ns"].to_numpy("int64")
+    lanes = _range_lanes(ranges, lane)
+    for lo in range(0, len(events), _BLOCK):
+        block = events.iloc[lo : lo + _BLOCK]
+        points = points_of(block)
+        values = [block[e].to_numpy("int64", na_value=_MISSING) for e, _ in lane]
+        answer = out[lo : lo + _BLOCK]
+        for key, rows in lanes:
+            chosen = np.ones(len(block), bool)
+            for column, value in zip(values, key):
+                chosen &= column == value
+            where = np.flatnonzero(chosen)
+            if not len(where):
+                continue
+            idx = innermost_containing(points[where], starts[rows], ends[rows])
+            hit = idx >= 0
+            answer[where[hit]] = rows[idx[hit]]
     return out
 
 
 def _launched_before_window(k: pd.DataFrame, has_launch: np.ndarray) -> np.ndarray:
     """Work whose launch is unknown and whose correlation id precedes every recorded launch: it was
     launched before the profiler started, so no step (by its start time) may claim it."""
-    corr = k["correlation"].to_numpy("float64", na_value=np.nan)
-    known = corr[has_launch & ~np.isnan(corr)]
-    if not len(known):
+    corr = k["correlation"].array  # not the Series: its boolean selection would copy the index too
+    first = corr[has_launch].min()
+    if pd.isna(first):
         return np.zeros(len(k), bool)
-    return ~has_launch & (corr < known.min())
+    return ~has_launch & (corr < first).to_numpy(bool, na_value=False)
 
 
 # Kineto spans a GPU step range over the device work its CPU step launched, so the two hold the
@@ -98,13 +123,13 @@ _GPU_STEP_MIN_SHARE = 0.9
 def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple[np.ndarray, pd.DataFrame, str]:
     """Each event's row in the chosen step table (-1: none), that table, and where it came from."""
     k = trace.events
-    points, has_launch = _kernel_points(k)
+    has_launch = k["launch_ns"].notna().to_numpy()
     gpu_steps = steps[steps["domain"] == "gpu"].reset_index(drop=True)
     cpu_steps = steps[steps["domain"] == "cpu"].reset_index(drop=True)
-    by_launch = np.full(len(k), -1, dtype=np.int64)
+    by_launch = np.full(len(k), -1, dtype=np.int32)
     if len(cpu_steps):
         _warn_processes_merged(trace, cpu_steps, pattern)
-        by_launch = _assign(points, None, cpu_steps, None)
+        by_launch = _assign(k, kernel_points, cpu_steps, ANY_LANE)
         early = _launched_before_window(k, has_launch)
         by_launch[early] = -1
         if early.any():
@@ -114,8 +139,7 @@ def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple
                 "(their correlation ids precede every recorded launch): they belong to no step"
             )
     if len(gpu_steps):
-        lanes_k, lanes_r = _lane_keys(k, gpu_steps)
-        by_gpu = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_steps, lanes_r)
+        by_gpu = _assign(k, start_points, gpu_steps, GPU_LANE)
         n_gpu, n_cpu = int((by_gpu >= 0).sum()), int((by_launch >= 0).sum())
         if not len(cpu_steps) or n_gpu >= _GPU_STEP_MIN_SHARE * n_cpu:
             return by_gpu, gpu_steps, "GPU step ranges"
@@ -155,14 +179,9 @@ def _annotations(k: pd.DataFrame, annotations: pd.DataFrame) -> pd.Categorical:
     (an object column cost 8 bytes a row and a copy at the end)."""
     gpu_ann = annotations[annotations["domain"] == "gpu"].reset_index(drop=True)
     cpu_ann = annotations[annotations["domain"] == "cpu"].reset_index(drop=True)
-    code = np.full(len(k), -1, dtype=np.int64)  # into gpu_ann's names, then cpu_ann's
-    if len(gpu_ann):
-        lanes_k, lanes_r = _lane_keys(k, gpu_ann)
-        code = _assign(k["start_ns"].to_numpy("int64"), lanes_k, gpu_ann, lanes_r)
+    code = _assign(k, start_points, gpu_ann, GPU_LANE)  # into gpu_ann's names, then cpu_ann's
     if len(cpu_ann):
-        points, _ = _kernel_points(k)
-        tids = k["launch_tid"].to_numpy("int64", na_value=-(2**62))
-        idx = _assign(points, tids, cpu_ann, cpu_ann["tid"].to_numpy("int64"))
+        idx = _assign(k, kernel_points, cpu_ann, THREAD_LANE)
         fresh = (code < 0) & (idx >= 0)
         code[fresh] = len(gpu_ann) + idx[fresh]
     return categorical(code, [*gpu_ann["name"].astype(str), *cpu_ann["name"].astype(str)])
@@ -180,8 +199,11 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
     step_idx, chosen, source = _steps(trace, steps, pattern)
     if len(chosen):
         numbers = _step_numbers(chosen, pattern)
-        values = pd.arrays.IntegerArray(np.where(step_idx >= 0, numbers[np.maximum(step_idx, 0)], 0), step_idx < 0)
-        trace.events["step"] = narrowed(values, "step")
+        missing = step_idx < 0
+        numbers = numbers.astype(narrowest(min(0, int(numbers.min())), int(numbers.max())))
+        values = numbers[np.maximum(step_idx, 0)]
+        values[missing] = 0
+        trace.events["step"] = pd.arrays.IntegerArray(values, missing)
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
     trace.events["annotation"] = _annotations(k, annotations)

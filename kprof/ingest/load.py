@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges
-from kprof.ingest.memory import PEAK_BYTES_PER_ACTIVITY, MemoryGuard
+from kprof.ingest.memory import PEAK_BYTES_PER_ACTIVITY, MemoryGuard, release_freed_memory, return_freed_columns
 from kprof.ingest.registry import LoadOptions, probe
 from kprof.ingest.source import Progress
 from kprof.trace import Trace
@@ -37,6 +37,7 @@ def load_traces(
     ``rank`` overrides the rank of a one-rank file; when None, the file's own rank is used where it
     has one, else 0.
     """
+    return_freed_columns()
     try:
         options = LoadOptions(rank=rank, recover=recover, on_progress=on_progress, memory=MemoryGuard.for_file(path))
         return _read(path, options, step_pattern)
@@ -60,6 +61,7 @@ def _read(path: Path, options: LoadOptions, step_pattern: str | None) -> list[Tr
             cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
             raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None
     traces = loaded if isinstance(loaded, list) else [loaded]
+    release_freed_memory()
     for trace in traces:
         keep_possible_times(trace)
         known_devices(trace)

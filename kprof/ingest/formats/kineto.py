@@ -26,7 +26,6 @@ from kprof.ingest.formats.kineto_events import (
     InexactTimes,
     TimeOutOfRange,
     decode_optional,
-    joined,
 )
 from kprof.ingest.formats.kineto_stream import collect
 from kprof.ingest.memory import MemoryGuard
@@ -79,17 +78,18 @@ def _told(on_progress: Progress | None, memory: MemoryGuard | None) -> Progress 
     return progress
 
 
-def _nullable(values: np.ndarray, name: str) -> pd.arrays.IntegerArray:
-    """The events table's column ``name`` from int64 values (NULL_INT for missing): null where
-    missing or beyond the schema's width for it, and as narrow as its values allow."""
-    missing = values == NULL_INT
+def _nullable(values: np.ndarray | tuple[np.ndarray, np.ndarray], name: str) -> pd.arrays.IntegerArray:
+    """The events table's column ``name`` from int64 values (NULL_INT for missing), or values and
+    whether each is missing: null where missing or beyond the schema's width for it, as narrow as its
+    values allow."""
+    data, missing = values if isinstance(values, tuple) else (values, values == NULL_INT)
     bits = KERNEL_EVENTS.field(name).type.bit_width
-    if bits < 64:
+    if bits < 64 and data.dtype.itemsize * 8 > bits:
         info = np.iinfo(f"int{bits}")
-        missing |= (values < info.min) | (values > info.max)  # a value the column cannot hold is unknown
-    if missing.any():
-        values = np.where(missing, 0, values)
-    return narrowed(pd.arrays.IntegerArray(values, missing), name)
+        missing = missing | (data < info.min) | (data > info.max)  # a value the column cannot hold is unknown
+    if missing.any() and data[missing].any():
+        data = np.where(missing, 0, data)
+    return narrowed(pd.arrays.IntegerArray(data, missing), name)
 
 
 def _launch_rows(
@@ -99,15 +99,19 @@ def _launch_rows(
     it has one, and its row among the launches."""
     if by_rank is not None:  # each rank numbers its own correlation ids
         gpu_key, launch_key = _rank_keyed(gpu_key, by_rank[0]), _rank_keyed(launch_key, by_rank[1])
-    _, last = np.unique(launch_key[::-1], return_index=True)
-    keep = len(launch_key) - 1 - last
-    del last
-    corr_sorted = launch_key[keep]
-    pos = np.minimum(np.searchsorted(corr_sorted, gpu_key), max(len(corr_sorted) - 1, 0))
+    keep = None  # the row of each sorted id among the launches, where they are not in order already
+    corr_sorted = launch_key
+    if not np.all(launch_key[1:] > launch_key[:-1]):  # the usual file's ids rise with each launch
+        _, last = np.unique(launch_key[::-1], return_index=True)
+        keep = len(launch_key) - 1 - last
+        del last
+        corr_sorted = launch_key[keep]
+    pos = np.searchsorted(corr_sorted, gpu_key)
+    np.minimum(pos, max(len(corr_sorted) - 1, 0), out=pos)
     found = (gpu_key != NULL_INT) & (len(corr_sorted) > 0)
     if len(corr_sorted):
         found &= corr_sorted[pos] == gpu_key
-    return found, keep[pos] if len(keep) else pos
+    return found, keep[pos] if keep is not None and len(keep) else pos
 
 
 def _grids_and_blocks(gpu: dict[str, Chunks], work_items: np.ndarray) -> dict[str, pd.arrays.IntegerArray]:
@@ -115,11 +119,14 @@ def _grids_and_blocks(gpu: dict[str, Chunks], work_items: np.ndarray) -> dict[st
     is divided by its block, rounding up."""
     cols = {}
     for axis in "xyz":
-        grid, block = gpu.pop("grid_" + axis).take(), gpu.pop("block_" + axis).take()
-        convert = work_items & (grid != NULL_INT) & (block != NULL_INT) & (block > 0)
-        grid = np.where(convert, -(-grid // np.where(convert, block, 1)), grid)
-        cols["grid_" + axis] = _nullable(grid, "grid_" + axis)
-        cols["block_" + axis] = _nullable(block, "block_" + axis)
+        grid, no_grid = gpu.pop("grid_" + axis).take_with_nulls()
+        block, no_block = gpu.pop("block_" + axis).take_with_nulls()
+        convert = work_items & ~no_grid & ~no_block & (block > 0)
+        if convert.any():
+            grid = grid.astype(np.int64)  # a grid in work-items can be wider than the grid in blocks
+            grid[convert] = -(-grid[convert] // block[convert])
+        cols["grid_" + axis] = _nullable((grid, no_grid), "grid_" + axis)
+        cols["block_" + axis] = _nullable((block, no_block), "block_" + axis)
     return cols
 
 
@@ -135,8 +142,7 @@ def _names(c: EventBuffer) -> dict[str, pd.Categorical]:
     raw_names = list(c.names)
     demangled = demangle_all(raw_names)
     full_names = [demangled.get(n, n) for n in raw_names]
-    kinds = pd.Categorical.from_codes(joined(c.gpu_kind, np.int8), categories=list(GPU_KIND_NAMES))
-    c.gpu_kind.clear()
+    kinds = pd.Categorical.from_codes(c.gpu_kind.take(), categories=list(GPU_KIND_NAMES))
     is_kernel_name = np.zeros(len(raw_names), dtype=bool)
     is_kernel_name[np.unique(codes[np.asarray(kinds.codes == 0)])] = True
     short_names = [short_name(f) if k else f for f, k in zip(full_names, is_kernel_name)]
@@ -180,16 +186,19 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     cols.update(_grids_and_blocks(gpu, work_items))
     del work_items
     shared = gpu.pop("shared").take()
-    cols["shared_mem_bytes"] = _nullable(np.where(shared != NULL_INT, shared, launch_shared), "shared_mem_bytes")
-    del shared, launch_shared
-    cols["registers"] = _nullable(gpu.pop("registers").take(), "registers")
+    from_launch = shared == NULL_INT
+    shared[from_launch] = launch_shared[from_launch]
+    del launch_shared, from_launch
+    cols["shared_mem_bytes"] = _nullable(shared, "shared_mem_bytes")
+    del shared
+    cols["registers"] = _nullable(gpu.pop("registers").take_with_nulls(), "registers")
     cols.update(_names(c))
     device = gpu.pop("device").take()
     ranges_device = device_of_range_processes(range_pid, gpu_pid, device)
     del gpu_pid
     cols["device"] = _nullable(device, "device")
     del device
-    cols["stream"] = _nullable(gpu.pop("stream").take(), "stream")
+    cols["stream"] = _nullable(gpu.pop("stream").take_with_nulls(), "stream")
     n = len(cols["stream"])
     cols["rank"] = _nullable(by_rank[0] if by_rank is not None else np.full(n, rank, dtype=np.int64), "rank")
     start = gpu.pop("ts").take() + base

@@ -190,10 +190,6 @@ _GPU_INT_FIELDS = (
 )
 
 
-def joined(chunks: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
-
-
 _NARROW = (np.int8, np.int16, np.int32)
 
 
@@ -213,34 +209,72 @@ def _compact(values: np.ndarray) -> np.ndarray:
     return values
 
 
+#: Rows per kept block: 128 KiB and more in any width, so that each block has a mapping of its own
+#: (``memory.return_freed_columns``) and goes back to the system the moment it is freed. Pieces of a
+#: few thousand rows freed into the heap stayed in the process beside the table built from them.
+_BLOCK_ROWS = 1 << 17
+
+
 class Chunks:
-    """One int64 column (NULL_INT for missing) kept a piece at a time, each piece as narrow as its
-    values allow: ids, sizes and durations of a trace of tiny kernels take a byte or two, not eight."""
+    """One column kept a block at a time. An int64 column (NULL_INT for missing) is kept in each block
+    as narrow as its values allow: ids, sizes and durations of a trace of tiny kernels take a byte or
+    two, not eight. Pieces are staged until they fill a block."""
 
     def __init__(self) -> None:
-        self._parts: list[np.ndarray] = []
+        self._blocks: list[np.ndarray] = []
+        self._staged: list[np.ndarray] = []
+        self._staged_rows = 0
+        self._dtype: np.dtype | None = None
 
     def append(self, values: np.ndarray) -> None:
-        self._parts.append(_compact(values))
+        self._dtype = self._dtype or values.dtype
+        self._staged.append(values)
+        self._staged_rows += len(values)
+        if self._staged_rows >= _BLOCK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._staged:
+            self._blocks.append(_compact(np.concatenate(self._staged)))
+            self._staged, self._staged_rows = [], 0
 
     def __len__(self) -> int:
-        return sum(len(p) for p in self._parts)
+        return sum(len(p) for p in self._blocks) + self._staged_rows
+
+    def take_with_nulls(self) -> tuple[np.ndarray, np.ndarray]:
+        """The whole int64 column as values in the widest of its blocks' types (0 where missing) and
+        whether each is missing: never widened to int64 where its values are small. The chunks are
+        empty afterwards."""
+        self._flush()
+        blocks, self._blocks = self._blocks, []
+        dtype = max((b.dtype for b in blocks), key=lambda t: t.itemsize, default=np.dtype(np.int8))
+        n = sum(len(b) for b in blocks)
+        values, missing = np.empty(n, dtype=dtype), np.empty(n, dtype=bool)
+        at = 0
+        while blocks:
+            block = blocks.pop(0)
+            rows = slice(at, at + len(block))
+            np.equal(block, np.iinfo(block.dtype).min, out=missing[rows])  # NULL_INT, or the block's null
+            values[rows] = block
+            at += len(block)
+        values[missing] = 0
+        return values, missing
 
     def take(self) -> np.ndarray:
-        """The whole column (int64 with NULL_INT, or the pieces' own dtype), each piece freed as it
-        is copied in: the chunks are empty afterwards."""
-        parts, self._parts = self._parts, []
-        if parts and all(p.dtype == bool for p in parts):
-            return joined(parts, bool)
-        out = np.empty(sum(len(p) for p in parts), dtype=np.int64)
+        """The whole column in the dtype it was given (int64 with NULL_INT restored), each block
+        freed as it is copied in: the chunks are empty afterwards."""
+        self._flush()
+        blocks, self._blocks = self._blocks, []
+        dtype = self._dtype or np.dtype(np.int64)
+        out = np.empty(sum(len(p) for p in blocks), dtype=dtype)
         at = 0
-        while parts:
-            part = parts.pop(0)
-            piece = out[at : at + len(part)]
-            piece[:] = part
-            if part.dtype != np.int64:
-                piece[part == np.iinfo(part.dtype).min] = NULL_INT
-            at += len(part)
+        while blocks:
+            block = blocks.pop(0)
+            piece = out[at : at + len(block)]
+            piece[:] = block
+            if dtype == np.int64 and block.dtype != np.int64:
+                piece[block == np.iinfo(block.dtype).min] = NULL_INT
+            at += len(block)
         return out
 
 
@@ -302,7 +336,7 @@ class EventBuffer:
     names: list[str] = field(default_factory=list)
     name_ids: dict[str, int] = field(default_factory=dict)
     string_ids: dict[str, int] = field(default_factory=dict)
-    gpu_kind: list[np.ndarray] = field(default_factory=list)  # int8 codes into GPU_KIND_NAMES
+    gpu_kind: Chunks = field(default_factory=Chunks)  # int8 codes into GPU_KIND_NAMES
     gpu_name: Chunks = field(default_factory=Chunks)  # codes into names
     gpu_ints: dict[str, Chunks] = field(default_factory=lambda: {k: Chunks() for k in (*_GPU_INT_FIELDS, "ts", "dur")})
     launch: dict[str, Chunks] = field(
