@@ -233,3 +233,11 @@ def test_a_damaged_value_is_one_line_naming_table_and_row(tmp_path: Path, damage
     con.close()
     with pytest.raises(KprofInputError, match=message):
         load_trace(path)
+
+
+def test_shared_memory_parts_held_narrow_sum_without_wrapping(tmp_path: Path) -> None:
+    """Columns are held in the narrowest width their values allow (30,000 fits int16); the parts'
+    sum must be taken wider, and a small serialized thread id must still give its process."""
+    kernel = Kernel("big_shared", 1_000, 2_000, 1, pid=0, static_shared=30_000, dynamic_shared=30_000)
+    t = load_trace(write_export(tmp_path / "report.sqlite", Export(kernels=[kernel])))
+    assert t.events["shared_mem_bytes"].tolist() == [60_000]

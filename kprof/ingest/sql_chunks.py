@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.ingest.normalize import full_and_short
-from kprof.trace import categorical
+from kprof.trace import categorical, narrowed
 
 CHUNK_ROWS = 1 << 15
 
@@ -58,13 +58,20 @@ class Labels:
 
 
 class Gathered:
-    """Columns built a chunk at a time (nullable Series or numpy arrays), joined once at the end."""
+    """Columns built a chunk at a time (nullable Series or numpy arrays), joined once at the end.
+    ``wide`` names the columns kept int64 whatever their values: times under a database's own names
+    (``start``, ``end``) and any column a reader does arithmetic on, which must not wrap."""
 
-    def __init__(self) -> None:
+    def __init__(self, wide: tuple[str, ...] = ("start", "end")) -> None:
         self._parts: dict[str, list[Any]] = defaultdict(list)
+        self._wide = wide
 
     def add(self, **columns: Any) -> None:
+        """Each chunk's integer columns are kept as narrow as their values allow (``narrowed``; times
+        stay int64), so that what is held until the join is about what the table will hold."""
         for key, values in columns.items():
+            if isinstance(values, pd.Series) and key not in self._wide:
+                values = pd.Series(narrowed(values.array, key), copy=False)
             self._parts[key].append(values)
 
     def column(self, key: str, empty: Any) -> Any:

@@ -58,7 +58,7 @@ def _select(
     time, NULL for the columns this export lacks; empty when the table is absent (nsys creates
     tables only when they have rows). A value that is not an integer is one line naming its row."""
     have = _columns(con, table)
-    gathered = Gathered()
+    gathered = Gathered(wide=_WIDE)
     if have:
         parts = [f'"{col}" AS "{name}"' if col in have else f'NULL AS "{name}"' for name, col in wanted.items()]
         sources = {name: f"{table}.{col}" for name, col in wanted.items()}
@@ -82,6 +82,10 @@ def _pid(global_id: Any) -> Any:
 def _tid(global_id: Any) -> Any:
     return global_id % (1 << 24)
 
+
+# held int64 whatever their values: times, and the serialized ids whose process and thread are
+# taken by division; the shared memory parts are summed
+_WIDE = ("start", "end", "global_tid", "global_pid", "static_shared", "dynamic_shared")
 
 _ACTIVITY = {
     "start": "start",
