@@ -31,23 +31,37 @@ class Trace:
 
 
 def table_from_columns(columns: dict[str, Any], schema: pa.Schema) -> pd.DataFrame:
-    """Build a DataFrame with exactly ``schema``'s columns; absent ones become nulls.
+    """Build a DataFrame with exactly ``schema``'s columns; absent ones become nulls. ``columns`` is
+    emptied of them as it goes: each given column is let go once its table column exists, so the
+    table is built beside one column, not beside a second copy of all of them.
 
     Integer columns use pandas' nullable dtypes so that large ns values never pass through float.
     A column already in the pandas form the schema maps to (an ``IntegerArray`` of its width, a
     ``Categorical`` for a dictionary column) is used as it is: the Arrow round trip would copy it
     twice (a 500 MB Kineto trace's table was built at three times its size).
     """
-    columns = {k: v.array if isinstance(v, pd.Series) else v for k, v in columns.items()}
     n = max((len(v) for v in columns.values() if v is not None), default=0)
-    columns = {f.name: _absent(n, f) if columns.get(f.name) is None else columns[f.name] for f in schema}
-    as_is = {f.name: columns[f.name] for f in schema if _in_pandas_form(columns.get(f.name), f.type)}
-    rest = [f for f in schema if f.name not in as_is]
-    arrays = [pa.nulls(n, f.type) if columns[f.name] is None else _arrow(columns[f.name], f.type) for f in rest]
-    converted = pa.Table.from_arrays(arrays, schema=pa.schema(rest))
-    frame = converted.to_pandas(types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True)
-    ordered = {name: as_is[name] if name in as_is else frame[name].array for name in schema.names}
-    return pd.DataFrame({name: narrowed(values, name) for name, values in ordered.items()}, copy=False)
+    built: dict[str, Any] = {}
+    rest: list[pa.Field] = []
+    for f in schema:
+        values = columns.pop(f.name, None)
+        values = _absent(n, f) if values is None else _pandas_form(values)
+        if _in_pandas_form(values, f.type):
+            built[f.name] = narrowed(values, f.name)
+        else:
+            built[f.name] = None
+            rest.append(f)
+            columns[f.name] = values  # converted below, with the others Arrow must convert
+        del values
+    if rest:
+        arrays = [pa.nulls(n, f.type) if columns[f.name] is None else _arrow(columns.pop(f.name), f.type) for f in rest]
+        frame = pa.Table.from_arrays(arrays, schema=pa.schema(rest)).to_pandas(
+            types_mapper=_NULLABLE.get, self_destruct=True, split_blocks=True
+        )
+        del arrays
+        for f in rest:
+            built[f.name] = narrowed(frame.pop(f.name).array, f.name)
+    return pd.DataFrame(built, copy=False)
 
 
 #: Signed widths an integer column may take in memory, narrowest first.
@@ -98,6 +112,17 @@ def _arrow(values: Any, arrow_type: pa.DataType) -> pa.Array:
     return encoded.cast(arrow_type)
 
 
+def _pandas_form(values: Any) -> Any:
+    """A Series' array; a numpy integer column as a nullable one with nothing missing, without a
+    copy: through Arrow it would be copied twice, the second time into Arrow's pool, which keeps
+    what it frees."""
+    if isinstance(values, pd.Series):
+        return values.array
+    if isinstance(values, np.ndarray) and values.dtype.kind == "i":
+        return pd.arrays.IntegerArray(values, np.zeros(len(values), dtype=bool))
+    return values
+
+
 def _in_pandas_form(values: Any, arrow_type: pa.DataType) -> bool:
     if isinstance(values, pd.Categorical):
         return pa.types.is_dictionary(arrow_type) and pd.api.types.is_string_dtype(values.categories)
@@ -126,4 +151,5 @@ def events_table(columns: dict[str, Any]) -> pd.DataFrame:
 
 
 def range_table(columns: dict[str, Any]) -> pd.DataFrame:
-    return table_from_columns(columns, RANGES)
+    """Ranges are few beside activities: built from a copy of ``columns``, which readers use after."""
+    return table_from_columns(dict(columns), RANGES)

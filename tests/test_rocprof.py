@@ -205,6 +205,18 @@ def test_rpd_without_gpu_ops_says_so_in_one_line(tmp_path: Path) -> None:
     ]
 
 
+def test_rpd_op_linked_to_two_api_calls_is_counted_once(tmp_path: Path) -> None:
+    """An op met twice in the join (two API links) is one activity, kept as first met: the reader's
+    fast path (ids that rise) must not keep both."""
+    path = tmp_path / "matmul.rpd"
+    path.write_bytes(real("rpd_matmul_result.rpd").read_bytes())
+    before = load_trace(path)
+    _execute(path, "INSERT INTO rocpd_api_ops (api_id, op_id) SELECT api_id, op_id FROM rocpd_api_ops")
+    after = load_trace(path)
+    assert len(before.events) > 0 and len(after.events) == len(before.events)
+    assert after.events["start_ns"].tolist() == before.events["start_ns"].tolist()
+
+
 def test_rpd_mi300_vllm() -> None:
     t = load_trace(real("rpd_sqlite_mi300_vllm_rocmprofiledata.rpd.gz"))
     kinds = t.events["kind"].value_counts()

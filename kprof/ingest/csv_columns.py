@@ -2,10 +2,10 @@
 
 A profiler's CSV holds a row per kernel (or per API call), so it is as long as the trace. Read
 whole as text it cost about 900 bytes a kernel at peak (a Python string per field); here Arrow's
-streaming reader parses a few MB at a time, integers are cast per block and names dictionary
-encoded, so only the finished columns grow with the file. Integers that Arrow will not cast are
-given, a block at a time, to ``normalize.integers``: its reading and its one-line messages are the
-definition, Arrow's cast is only the fast way to the same numbers.
+streaming reader parses a few MB at a time, integers are cast per block and kept in narrow blocks,
+names dictionary encoded, so only the finished columns grow with the file. Integers that Arrow will
+not cast are given, a block at a time, to ``normalize.integers``: its reading and its one-line
+messages are the definition, Arrow's cast is only the fast way to the same numbers.
 """
 
 from __future__ import annotations
@@ -25,11 +25,20 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from kprof.errors import KprofInputError
-from kprof.ingest.memory import MemoryGuard
+from kprof.ingest.column_blocks import NULL_INT
+from kprof.ingest.gathered import Gathered, Labels
+from kprof.ingest.memory import MemoryGuard, release_freed_memory
 from kprof.ingest.normalize import integers
 from kprof.ingest.source import TRUNCATED_GZIP, check_file, is_gzip, text_stream
 
-BLOCK_BYTES = 1 << 22
+#: Bytes parsed at a time: Arrow's reader holds several blocks at once, so a small block keeps the
+#: memory of reading, not only its columns, small (4 MiB blocks cost ~11 B more a row on 1M kernels).
+BLOCK_BYTES = 1 << 20
+#: Arrow's buffers come from the C library's allocator: freed, they go back to the system (kprof
+#: sets glibc's mmap threshold), where Arrow's default pool kept ~110 B a row of freed parse buffers.
+_POOL = pa.system_memory_pool()
+_NULL_SCALAR = pa.scalar(NULL_INT, pa.int64())
+_NO_CODE = pa.scalar(-1, pa.int32())
 _SAMPLE_BYTES = 1 << 20
 _TEXT = pa.dictionary(pa.int32(), pa.string())
 
@@ -48,7 +57,8 @@ class CsvColumn:
 @dataclass
 class CsvColumns:
     """What was read: the header (lower case), the row count, and each wanted column found —
-    integers as a nullable int64 Series, text as a Categorical (a blank field is missing)."""
+    integers as a nullable Series (the narrowest width that holds them; ``start`` and ``end`` int64),
+    text as a Categorical (a blank field is missing)."""
 
     header: list[str]
     rows: int
@@ -81,21 +91,29 @@ def read_columns(
         elif column.required:
             raise KprofInputError(path, missing.format(column.what))
     types = {found[k]: pa.string() if wanted[k].integer else _TEXT for k in found}
-    chunks: dict[str, list[Any]] = {k: [] for k in found}
+    parts = Gathered()
+    labels = {k: Labels() for k in found if not wanted[k].integer}
     rows = 0
     for batch in _batches(path, types, memory):
         for key, name in found.items():
             values = batch.column(name)
             if wanted[key].integer:
-                chunks[key].append(_integer_block(values, path, wanted[key], lambda i, r=rows: where(r + i)))
+                block = _integer_block(values, path, wanted[key], lambda i, r=rows: where(r + i))
+                filled = pc.coalesce(block, _NULL_SCALAR, memory_pool=_POOL)
+                parts.add_integers(key, filled.to_numpy(zero_copy_only=False))
             else:
-                chunks[key].append(values)
+                parts.add(**{key: _codes(values, labels[key])})
         rows += batch.num_rows
         if memory is not None:
             memory.expect_share(rows)
     out = CsvColumns(lowered, rows)
-    for key, parts in chunks.items():
-        out.values[key] = _integers(parts) if wanted[key].integer else _categorical(parts)
+    for key in found:
+        if wanted[key].integer:
+            out.values[key] = parts.column(key, pd.Series(np.empty(0, np.int64), dtype="Int64"))
+        else:
+            codes = parts.column(key, np.empty(0, np.int32))
+            out.values[key] = pd.Categorical.from_codes(codes, categories=pd.Index(labels[key].values, dtype=object))
+    release_freed_memory()  # the parser's buffers, before the caller builds its table
     return out
 
 
@@ -148,6 +166,7 @@ def _batches(path: Path, types: dict[str, pa.DataType], memory: MemoryGuard | No
             # one thread: an allocation Arrow's threads cannot make aborts the process (SIGABRT) where
             # this one raises MemoryError, which is one line; and a 2-core machine parses as fast
             read_options=pa_csv.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
+            memory_pool=_POOL,
             parse_options=pa_csv.ParseOptions(invalid_row_handler=refuse),
             convert_options=pa_csv.ConvertOptions(
                 include_columns=list(types),
@@ -187,7 +206,7 @@ def _integer_block(values: pa.Array, path: Path, column: CsvColumn, where: Calla
     """One block's text as int64: Arrow's cast when it takes every value, else ``integers``."""
     if not (column.required and values.null_count):
         try:
-            return pc.cast(values, pa.int64())
+            return pc.cast(values, pa.int64(), memory_pool=_POOL)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
     text = pd.Series(values.to_pandas(), dtype=object).where(lambda s: s.notna(), "")
@@ -195,15 +214,9 @@ def _integer_block(values: pa.Array, path: Path, column: CsvColumn, where: Calla
     return pa.array(checked.array, type=pa.int64())
 
 
-def _integers(parts: list[pa.Array]) -> pd.Series:
-    """The blocks joined into one writable nullable int64 column (Arrow's buffers are read-only)."""
-    data = np.concatenate([pc.fill_null(p, 0).to_numpy(zero_copy_only=False) for p in parts] or [np.empty(0, np.int64)])
-    mask = np.concatenate([p.is_null().to_numpy(zero_copy_only=False) for p in parts] or [np.empty(0, bool)])
-    parts.clear()
-    return pd.Series(pd.arrays.IntegerArray(data.astype(np.int64, copy=False), mask), copy=False)
-
-
-def _categorical(parts: list[pa.Array]) -> pd.Categorical:
-    whole = pa.chunked_array(parts, _TEXT)
-    parts.clear()
-    return whole.to_pandas().array
+def _codes(values: pa.DictionaryArray, labels: Labels) -> np.ndarray:
+    """A block's dictionary-encoded text as int32 codes into ``labels`` (-1 where missing): each
+    block's own dictionary is looked up once, and nothing of Arrow's is kept past the block."""
+    lookup = np.append(labels.codes(values.dictionary.to_pylist()), np.int32(-1))
+    indices = pc.coalesce(values.indices, _NO_CODE, memory_pool=_POOL).to_numpy(zero_copy_only=False)
+    return lookup[indices]

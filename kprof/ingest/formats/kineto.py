@@ -14,12 +14,11 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
+from kprof.ingest.column_blocks import NULL_INT, Chunks
 from kprof.ingest.formats.kineto_events import (
     EXACT,
     FAST,
     GPU_KIND_NAMES,
-    NULL_INT,
-    Chunks,
     DistributedInfo,
     Document,
     EventBuffer,

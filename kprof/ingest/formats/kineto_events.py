@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from kprof.errors import KprofInputError
+from kprof.ingest.column_blocks import NULL_INT, Chunks
 from kprof.ingest.formats import kineto_scan as ks
 from kprof.ingest.normalize import WORK_ITEM_LAUNCHES
 
@@ -173,7 +174,6 @@ def _batch_args(path: Path, raws: list[msgspec.Raw], decode: Callable[[bytes], l
         raise KprofInputError(path, f"malformed event args: {err}") from None
 
 
-NULL_INT = np.iinfo(np.int64).min  # marks a missing integer inside int64 column chunks
 _GPU_INT_FIELDS = (
     "device",
     "stream",
@@ -188,94 +188,6 @@ _GPU_INT_FIELDS = (
     "block_z",
     "pid",  # the row's process: which rank it belongs to, where one file holds several
 )
-
-
-_NARROW = (np.int8, np.int16, np.int32)
-
-
-def _compact(values: np.ndarray) -> np.ndarray:
-    """An int64 piece (NULL_INT for missing) in the narrowest type whose minimum lies below every
-    value it holds: that minimum then stands for NULL_INT. Other dtypes are kept as they are."""
-    if values.dtype != np.int64 or not len(values):
-        return values
-    present = values != NULL_INT
-    if not present.any():
-        return np.full(len(values), np.iinfo(np.int8).min, dtype=np.int8)
-    lo, hi = int(values.min(where=present, initial=np.iinfo(np.int64).max)), int(values.max())
-    for width in _NARROW:
-        info = np.iinfo(width)
-        if info.min < lo and hi <= info.max:
-            return np.where(present, values, info.min).astype(width)
-    return values
-
-
-#: Rows per kept block: 128 KiB and more in any width, so that each block has a mapping of its own
-#: (``memory.return_freed_columns``) and goes back to the system the moment it is freed. Pieces of a
-#: few thousand rows freed into the heap stayed in the process beside the table built from them.
-_BLOCK_ROWS = 1 << 17
-
-
-class Chunks:
-    """One column kept a block at a time. An int64 column (NULL_INT for missing) is kept in each block
-    as narrow as its values allow: ids, sizes and durations of a trace of tiny kernels take a byte or
-    two, not eight. Pieces are staged until they fill a block."""
-
-    def __init__(self) -> None:
-        self._blocks: list[np.ndarray] = []
-        self._staged: list[np.ndarray] = []
-        self._staged_rows = 0
-        self._dtype: np.dtype | None = None
-
-    def append(self, values: np.ndarray) -> None:
-        self._dtype = self._dtype or values.dtype
-        self._staged.append(values)
-        self._staged_rows += len(values)
-        if self._staged_rows >= _BLOCK_ROWS:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._staged:
-            self._blocks.append(_compact(np.concatenate(self._staged)))
-            self._staged, self._staged_rows = [], 0
-
-    def __len__(self) -> int:
-        return sum(len(p) for p in self._blocks) + self._staged_rows
-
-    def take_with_nulls(self) -> tuple[np.ndarray, np.ndarray]:
-        """The whole int64 column as values in the widest of its blocks' types (0 where missing) and
-        whether each is missing: never widened to int64 where its values are small. The chunks are
-        empty afterwards."""
-        self._flush()
-        blocks, self._blocks = self._blocks, []
-        dtype = max((b.dtype for b in blocks), key=lambda t: t.itemsize, default=np.dtype(np.int8))
-        n = sum(len(b) for b in blocks)
-        values, missing = np.empty(n, dtype=dtype), np.empty(n, dtype=bool)
-        at = 0
-        while blocks:
-            block = blocks.pop(0)
-            rows = slice(at, at + len(block))
-            np.equal(block, np.iinfo(block.dtype).min, out=missing[rows])  # NULL_INT, or the block's null
-            values[rows] = block
-            at += len(block)
-        values[missing] = 0
-        return values, missing
-
-    def take(self) -> np.ndarray:
-        """The whole column in the dtype it was given (int64 with NULL_INT restored), each block
-        freed as it is copied in: the chunks are empty afterwards."""
-        self._flush()
-        blocks, self._blocks = self._blocks, []
-        dtype = self._dtype or np.dtype(np.int64)
-        out = np.empty(sum(len(p) for p in blocks), dtype=dtype)
-        at = 0
-        while blocks:
-            block = blocks.pop(0)
-            piece = out[at : at + len(block)]
-            piece[:] = block
-            if dtype == np.int64 and block.dtype != np.int64:
-                piece[block == np.iinfo(block.dtype).min] = NULL_INT
-            at += len(block)
-        return out
 
 
 def _int_or_null(v: Any) -> int:

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kprof.ingest.gathered import Gathered, Labels
 from kprof.ingest.normalize import integer_columns, integers, last_matches, numbered, taken, trace_meta
 from kprof.ingest.ranks import ranks_of, split_by_rank
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
-from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
+from kprof.ingest.sql_chunks import query_chunks
 from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "nsys session ns (CPU and GPU on one timeline from the capture's start; not Unix epoch)"

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kprof.ingest.gathered import Gathered, Labels
 from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
-from kprof.ingest.sql_chunks import Gathered, Labels, query_chunks
+from kprof.ingest.sql_chunks import query_chunks
 from kprof.trace import Trace, categorical, events_table, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"

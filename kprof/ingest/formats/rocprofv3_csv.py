@@ -20,7 +20,7 @@ from kprof.ingest.csv_columns import CsvColumn, read_columns
 from kprof.ingest.memory import MemoryGuard
 from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, looked_up, numbered, trace_meta
 from kprof.ingest.registry import Probe, TraceFormat
-from kprof.trace import Trace, categorical, events_table, range_table
+from kprof.trace import Trace, categorical, events_table, narrowest, range_table
 
 CLOCK = "rocprofiler ns (CLOCK_BOOTTIME domain, not Unix epoch)"
 
@@ -105,11 +105,7 @@ def load_csv(path: Path, rank: int, memory: MemoryGuard | None = None) -> Trace:
     names: pd.Categorical = col("name")
     full_names, short_names = full_and_short([str(c) for c in names.categories])
     agent: pd.Categorical | None = col("agent")
-    device = (
-        np.append(np.array([_agent_index(a) for a in agent.categories], np.int64), -1)[agent.codes]
-        if agent is not None
-        else np.zeros(n, np.int64)
-    )
+    device = _agent_devices(agent) if agent is not None else np.zeros(n, np.int8)
     cols: dict[str, Any] = {
         "rank": np.full(n, rank, np.int32),
         "device": device,
@@ -144,6 +140,13 @@ def load_csv(path: Path, rank: int, memory: MemoryGuard | None = None) -> Trace:
         )
     meta = trace_meta(path, "rocprofv3-csv", rank, CLOCK, columns=table.header)
     return Trace(events=events_table(cols), ranges=range_table(ranges), meta=meta, warnings=warnings)
+
+
+def _agent_devices(agent: pd.Categorical) -> np.ndarray:
+    """Each row's device index from its agent's name (-1 where none is given), in the narrowest
+    width the indices allow."""
+    lookup = np.append(np.array([_agent_index(a) for a in agent.categories], np.int64), -1)
+    return lookup.astype(narrowest(int(lookup.min()), int(lookup.max())))[agent.codes]
 
 
 def _marker_ranges(path: Path | None) -> dict[str, Any]:
