@@ -63,3 +63,38 @@ def test_grids_in_blocks_are_ceil_divisions_with_nulls_and_narrow(rows: list[tup
     got = blocks(grid, block).astype(object).where(lambda s: s.notna(), None).tolist()
     expected = [None if g is None or not b else -(-g // b) for g, b in rows]
     assert got == expected
+
+
+_KEY = st.one_of(st.none(), st.integers(0, 5), st.integers(-3, 2**40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_KEY, _KEY), max_size=10),
+    table=st.lists(st.tuples(_KEY, _KEY), max_size=10),
+    parts=st.sampled_from([1, 2]),
+    sort_table=st.booleans(),
+)
+def test_launch_lookup_finds_the_last_row_with_the_whole_key(
+    rows: list[tuple[int | None, int | None]],
+    table: list[tuple[int | None, int | None]],
+    parts: int,
+    sort_table: bool,
+) -> None:
+    """Each row's last table row with an equal key, -1 where none or where a part is missing: by the
+    packed sorted search (small non-negative parts, sorted or not) and by the index lookup it falls
+    back to (negative or wide parts) alike."""
+    import pandas as pd
+
+    from kprof.ingest.normalize import last_matches
+
+    if sort_table:
+        table = sorted(table, key=lambda r: tuple(-1 if v is None else v for v in r))
+    keys = [pd.Series([r[i] for r in rows], dtype="Int64") for i in range(parts)]
+    table_keys = [pd.Series([r[i] for r in table], dtype="Int64") for i in range(parts)]
+    expected = []
+    for row in rows:
+        key = row[:parts]
+        hits = [j for j, t in enumerate(table) if None not in key and t[:parts] == key]
+        expected.append(hits[-1] if hits else -1)
+    assert last_matches(keys, table_keys).tolist() == expected

@@ -75,16 +75,71 @@ def integer_columns(
 def last_matches(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> np.ndarray:
     """For each row of ``keys`` (one column or several), the position of the last row of
     ``table_keys`` with the same key (a later API record replaces an earlier one); -1 where none
-    has it. An index lookup, not a merge: a merge copies every column of a trace to add one."""
+    has it, or where a part of the key is missing. A search in the table's sorted keys (they come
+    sorted, as a rule: no sort then), with the parts packed into one int64 where their values allow;
+    else an index lookup. Neither is a merge, which copies every column of a trace to add one."""
+    import numpy as np
+
+    packed = _packed(keys, table_keys)
+    if packed is None:
+        return _last_matches_by_index(keys, table_keys)
+    (key, known), (table_key, table_known) = packed
+    rows = None if table_known.all() else np.flatnonzero(table_known)
+    if rows is not None:
+        table_key = table_key[rows]
+    order = None if bool((table_key[1:] >= table_key[:-1]).all()) else np.argsort(table_key, kind="stable")
+    ordered = table_key if order is None else table_key[order]
+    at = np.searchsorted(ordered, key, side="right") - 1  # the last of equal keys: the latest row
+    found = known & (at >= 0)
+    found[found] = ordered[at[found]] == key[found]
+    if order is not None:
+        at[found] = order[at[found]]
+    if rows is not None:
+        at[found] = rows[at[found]]
+    at[~found] = -1
+    return at
+
+
+def _packed(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> Any:
+    """Each side's key columns packed into one int64 a row, with whether every part is known; None
+    where a part is negative or the parts need more than 63 bits together."""
+    import numpy as np
+
+    sides = [(np.zeros(len(side[0]), np.int64), np.ones(len(side[0]), bool)) for side in (keys, table_keys)]
+    bits_used = 0
+    for parts in zip(keys, table_keys):
+        lo = min(_known_or_zero(part.min(skipna=True)) for part in parts)
+        hi = max(_known_or_zero(part.max(skipna=True)) for part in parts)
+        bits_used += max(hi.bit_length(), 1)
+        if lo < 0 or bits_used > 63:
+            return None
+        for (packed, known), part in zip(sides, parts):
+            packed <<= max(hi.bit_length(), 1)
+            packed |= part.to_numpy(np.int64, na_value=0)
+            known &= part.notna().to_numpy(bool)
+    return sides
+
+
+def _known_or_zero(value: Any) -> int:
+    """A Series' minimum or maximum as an int; 0 where it has none (empty, or every value missing)."""
+    import pandas as pd
+
+    return 0 if value is None or value is pd.NA or value != value else int(value)
+
+
+def _last_matches_by_index(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> np.ndarray:
+    """``last_matches`` through a pandas index, for keys that do not pack into one int64."""
     import numpy as np
     import pandas as pd
 
     table = pd.DataFrame({i: k.reset_index(drop=True) for i, k in enumerate(table_keys)})
-    last = ~table.duplicated(keep="last").to_numpy(bool)
+    known = table.notna().all(axis=1).to_numpy(bool)
+    last = ~table.duplicated(keep="last").to_numpy(bool) & known
     if len(table_keys) == 1:
         at = pd.Index(table[0][last]).get_indexer(keys[0])
     else:
         at = pd.MultiIndex.from_frame(table[last]).get_indexer(pd.MultiIndex.from_arrays(keys))
+    at[pd.concat([k.reset_index(drop=True) for k in keys], axis=1).isna().any(axis=1).to_numpy(bool)] = -1
     rows = np.flatnonzero(last)
     return np.where(at >= 0, rows[np.maximum(at, 0)], -1) if len(rows) else np.full(len(at), -1)
 

@@ -31,7 +31,7 @@ from kprof.ingest.normalize import integer_columns, integers, last_matches, numb
 from kprof.ingest.ranks import ranks_of, split_by_rank
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
 from kprof.ingest.sql_chunks import query_chunks
-from kprof.trace import Trace, categorical, events_table, range_table
+from kprof.trace import Trace, categorical, events_table, narrowed, range_table
 
 CLOCK = "nsys session ns (CPU and GPU on one timeline from the capture's start; not Unix epoch)"
 KERNELS, MEMCPY, MEMSET, RUNTIME = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "MEMCPY", "MEMSET", "RUNTIME"))
@@ -54,10 +54,12 @@ def _select(
     wanted: dict[str, str],
     path: Path,
     required: tuple[str, ...] = ("start", "end"),
-) -> pd.DataFrame:
-    """``wanted`` (output name → integer column) from ``table`` as nullable int64, read a chunk at a
-    time, NULL for the columns this export lacks; empty when the table is absent (nsys creates
-    tables only when they have rows). A value that is not an integer is one line naming its row."""
+) -> dict[str, pd.Series]:
+    """``wanted`` (output name → integer column) from ``table`` as nullable integer Series (each as
+    narrow as its values allow, ``_WIDE`` int64), read a chunk at a time, NULL for the columns this
+    export lacks; empty when the table is absent (nsys creates tables only when they have rows). A
+    value that is not an integer is one line naming its row. A dict, not a frame: a frame's
+    constructor and every filter of it copy all its columns at once."""
     have = _columns(con, table)
     gathered = Gathered(wide=_WIDE)
     if have:
@@ -66,7 +68,7 @@ def _select(
         for offset, chunk in query_chunks(con, f'SELECT {", ".join(parts)} FROM "{table}"'):
             integer_columns(chunk, sources, path, numbered(f"in {table} row", offset + 1), required)
             gathered.add(**{name: chunk[name] for name in wanted})
-    return pd.DataFrame({name: gathered.column(name, pd.Series([], dtype="Int64")) for name in wanted})
+    return {name: gathered.column(name, pd.Series([], dtype="Int64")) for name in wanted}
 
 
 def _strings(con: sqlite3.Connection) -> dict[int, str]:
@@ -109,39 +111,81 @@ _KERNEL = {
 }
 
 
-def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str], labels: Labels) -> pd.DataFrame:
+def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str], labels: Labels) -> dict[str, pd.Series]:
     k = _select(con, KERNELS, _KERNEL, path)
     # The mangled name, demangled by kprof as for every other format (nsys's own demangler writes
     # ``<unnamed>`` and ``(int)4`` where the PyTorch profiler writes ``(anonymous namespace)`` and
     # ``4``: the same kernel would get two names); else nsys's demangled name, else its short one.
-    name_id = k["mangled"].fillna(k["demangled"]).fillna(k["short"])
+    name_id = _first_known([k.pop("mangled"), k.pop("demangled"), k.pop("short")])
 
     def label(i: Any) -> tuple[str, str]:
         name = strings.get(int(i), f"kernel (name id {i})") if pd.notna(i) else "kernel"
         return name.replace("<unnamed>", "(anonymous namespace)"), "kernel"
 
-    k["raw"] = labels.codes_of(name_id, label)
-    k["shared"] = k["static_shared"].fillna(0) + k["dynamic_shared"].fillna(0)
-    k.loc[k["static_shared"].isna() & k["dynamic_shared"].isna(), "shared"] = pd.NA
+    k["raw"] = pd.Series(labels.codes_of(name_id, label), copy=False)
+    static, dynamic = k.pop("static_shared"), k.pop("dynamic_shared")
+    k["shared"] = (static.fillna(0) + dynamic.fillna(0)).mask(static.isna() & dynamic.isna())
     return k
 
 
-def _copies(con: sqlite3.Connection, path: Path, labels: Labels) -> pd.DataFrame:
+def _first_known(columns: list[pd.Series]) -> pd.Series:
+    """Row by row, the first of ``columns`` that holds a value (null where none does), as int64."""
+    values = np.zeros(len(columns[0]), np.int64)
+    known = np.zeros(len(columns[0]), bool)
+    for column in columns:
+        fill = column.notna().to_numpy(bool) & ~known
+        values[fill] = column.to_numpy(np.int64, na_value=0)[fill]
+        known |= fill
+    return pd.Series(pd.arrays.IntegerArray(values, ~known), copy=False)
+
+
+def _copies(con: sqlite3.Connection, path: Path, labels: Labels) -> list[dict[str, pd.Series]]:
     m = _select(con, MEMCPY, {**_ACTIVITY, "copy_kind": "copyKind"}, path)
-    m["raw"] = labels.codes_of(
-        m["copy_kind"],
-        lambda c: (f"Memcpy {_COPY_KINDS.get(int(c), 'Unknown') if pd.notna(c) else 'Unknown'}", "memcpy"),
+    m["raw"] = pd.Series(
+        labels.codes_of(
+            m.pop("copy_kind"),
+            lambda c: (f"Memcpy {_COPY_KINDS.get(int(c), 'Unknown') if pd.notna(c) else 'Unknown'}", "memcpy"),
+        ),
+        copy=False,
     )
     s = _select(con, MEMSET, _ACTIVITY, path)
-    s["raw"] = labels.codes_of(pd.Series(0, index=s.index), lambda _: ("Memset", "memset"))
-    return pd.concat([m, s], ignore_index=True)
+    s["raw"] = pd.Series(labels.codes_of(pd.Series(0, index=s["start"].index), lambda _: ("Memset", "memset")))
+    return [m, s]
 
 
-def _launches(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
-    """CUDA API calls that carry a correlation id: the launches."""
+def _stacked(parts: list[dict[str, pd.Series]]) -> dict[str, pd.Series]:
+    """The activity tables one under the other, a column at a time (each part's column let go as it
+    is copied); a column a part lacks is null there. A lone non-empty part is used as it is."""
+    parts = [p for p in parts if len(p["start"])] or parts[:1]
+    if len(parts) == 1:
+        return parts[0]
+    lengths = [len(p["start"]) for p in parts]
+    stacked = {}
+    for key in dict.fromkeys(key for part in parts for key in part):
+        pieces = [p.pop(key, None) for p in parts]
+        missing = [pd.Series(pd.NA, index=range(n), dtype="Int8") for n in lengths]
+        stacked[key] = pd.concat([m if c is None else c for c, m in zip(pieces, missing)], ignore_index=True)
+    return stacked
+
+
+def _rows(columns: dict[str, pd.Series], keep: np.ndarray) -> dict[str, pd.Series]:
+    """Only the rows ``keep`` marks, column by column; the columns as they are where it marks all."""
+    if keep.all():
+        return columns
+    at = np.flatnonzero(keep)
+    return {key: columns.pop(key).iloc[at].reset_index(drop=True) for key in list(columns)}
+
+
+def _launches(con: sqlite3.Connection, path: Path) -> dict[str, pd.Series]:
+    """CUDA API calls that carry a correlation id: the launches, with their process and thread."""
     r = _select(con, RUNTIME, {"start": "start", "global_tid": "globalTid", "correlation": "correlationId"}, path, ())
-    r = r[r["correlation"].notna() & r["global_tid"].notna()]
-    return r.assign(pid=_pid(r["global_tid"]), tid=_tid(r["global_tid"]))
+    r = _rows(r, (r["correlation"].notna() & r["global_tid"].notna()).to_numpy(bool))
+    global_tid = r.pop("global_tid")
+    return {**r, "pid": _narrow(_pid(global_tid), "pid"), "tid": _narrow(_tid(global_tid), "tid")}
+
+
+def _narrow(values: pd.Series, name: str) -> pd.Series:
+    return pd.Series(narrowed(values.array, name), copy=False)
 
 
 _CHUNK_ROWS = 1 << 18
@@ -222,36 +266,42 @@ def _meta_rows(con: sqlite3.Connection, table: str) -> dict[str, str]:
 
 def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[Trace]:
     strings, labels = _strings(con), Labels()
-    acts = pd.concat([_kernels(con, path, strings, labels), _copies(con, path, labels)], ignore_index=True)
-    timed = acts["start"].notna() & acts["end"].notna() & (acts["start"] > 0)  # CUPTI writes 0/0 when it has no times
+    acts = _stacked([_kernels(con, path, strings, labels), *_copies(con, path, labels)])
+    start = acts["start"]
+    timed = (start.notna() & acts["end"].notna() & (start > 0)).to_numpy(bool)  # CUPTI writes 0/0 without times
+    del start
     untimed = int((~timed).sum())
-    joined = acts[timed].reset_index(drop=True)
-    del acts
-    joined["pid"] = _pid(joined["global_pid"]).astype("Int64")
+    acts = _rows(acts, timed)
+    pid = _narrow(_pid(acts.pop("global_pid")), "pid")
     launches = _launches(con, path)
-    if len(joined) and joined["pid"].isna().all():  # an older export: activities name no process
-        keys, launch_keys = [joined["correlation"]], [launches["correlation"]]
+    if len(pid) and pid.isna().all():  # an older export: activities name no process
+        keys, launch_keys = [acts["correlation"]], [launches["correlation"]]
     else:
-        keys, launch_keys = [joined["pid"], joined["correlation"]], [launches["pid"], launches["correlation"]]
+        keys, launch_keys = [pid, acts["correlation"]], [launches["pid"], launches["correlation"]]
     launch_at = last_matches(keys, launch_keys)
-    codes = joined["raw"].to_numpy(np.int32)
+    del keys, launch_keys
+    launch_ns, launch_tid = taken(launches.pop("start"), launch_at), taken(launches.pop("tid"), launch_at)
+    del launches, launch_at
+    codes = acts.pop("raw").to_numpy(np.int32)
     full, short = labels.activity_names(codes)
     cols: dict[str, Any] = {
-        "device": joined["device"],
-        "stream": joined["stream"],
-        "start_ns": joined["start"],
-        "end_ns": joined["end"],
-        "dur_ns": (joined["end"] - joined["start"]).clip(lower=0),
+        "device": acts.pop("device"),
+        "stream": acts.pop("stream"),
+        "start_ns": acts["start"],
+        "end_ns": acts["end"],
+        "dur_ns": (acts["end"] - acts["start"]).clip(lower=0),
         "name": full,
         "short_name": short,
         "kind": categorical(codes, [kind for _, kind in labels.values]),
-        "correlation": joined["correlation"],
-        "registers": joined.get("registers"),
-        "shared_mem_bytes": joined.get("shared"),
-        "launch_ns": taken(launches["start"], launch_at),
-        "launch_tid": taken(launches["tid"], launch_at),
-        **{f"{c}_{a}": joined.get(f"{c}_{a}") for c in ("grid", "block") for a in "xyz"},
+        "correlation": acts.pop("correlation"),
+        "registers": acts.pop("registers", None),
+        "shared_mem_bytes": acts.pop("shared", None),
+        "launch_ns": launch_ns,
+        "launch_tid": launch_tid,
+        **{f"{c}_{a}": acts.pop(f"{c}_{a}", None) for c in ("grid", "block") for a in "xyz"},
     }
+    n_activities = len(codes)
+    del acts, codes, full, short, launch_ns, launch_tid  # the table's columns are held by ``cols`` alone
     nvtx = _nvtx(con, path)
     n = len(nvtx)
     ranges = {
@@ -274,17 +324,16 @@ def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[
         session_start_utc_ns=_session_start(con),
         gpus=_gpu_names(con),
     )
-    warnings = [] if len(joined) else [_no_activity(con)]
+    warnings = [] if n_activities else [_no_activity(con)]
     if untimed:
         warnings.append(f"{untimed:,} device activities without timestamps (CUPTI's 0/0) were left out")
-    gpu_pids = joined["pid"].dropna().astype("int64")
-    processes = sorted(set(gpu_pids.tolist()))
+    processes = sorted(set(pid.dropna().astype("int64").tolist()))
     if len(processes) < 2 or rank is not None:
-        cols["rank"] = [rank or 0] * len(joined)
+        cols["rank"] = np.full(n_activities, rank or 0, dtype=np.int32)
         return Trace(events_table(cols), range_table(ranges), meta, warnings)
     # several processes ran kernels: one rank each, in pid order (ranges go with their process)
     rank_of_pid = {pid: r for r, pid in enumerate(processes)}
-    cols["rank"] = ranks_of(joined["pid"].fillna(-1).to_numpy("int64"), rank_of_pid)
+    cols["rank"] = ranks_of(pid.fillna(-1).to_numpy("int64"), rank_of_pid)
     trace = Trace(events_table(cols), range_table(ranges), meta, warnings)
     range_ranks = ranks_of(np.asarray(ranges["pid"], dtype=np.int64), rank_of_pid)
     trace.meta["processes"] = processes
