@@ -180,6 +180,7 @@ def _batches(path: Path, types: dict[str, pa.DataType], memory: MemoryGuard | No
             if memory is not None:
                 memory.position(raw.tell(), size)
             yield batch
+            pa.default_memory_pool().release_unused()  # the reader's own buffers come from this pool
     except pa.ArrowInvalid as e:
         raise KprofInputError(path, _malformed(str(e), bad_rows)) from None
     except EOFError:

@@ -80,44 +80,57 @@ def last_matches(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> 
     else an index lookup. Neither is a merge, which copies every column of a trace to add one."""
     import numpy as np
 
-    packed = _packed(keys, table_keys)
-    if packed is None:
+    widths = _key_widths(keys, table_keys)
+    if widths is None:
         return _last_matches_by_index(keys, table_keys)
-    (key, known), (table_key, table_known) = packed
+    table_key, table_known = _pack(table_keys, widths, slice(None))
     rows = None if table_known.all() else np.flatnonzero(table_known)
     if rows is not None:
         table_key = table_key[rows]
     order = None if bool((table_key[1:] >= table_key[:-1]).all()) else np.argsort(table_key, kind="stable")
     ordered = table_key if order is None else table_key[order]
-    at = np.searchsorted(ordered, key, side="right") - 1  # the last of equal keys: the latest row
-    found = known & (at >= 0)
-    found[found] = ordered[at[found]] == key[found]
-    if order is not None:
-        at[found] = order[at[found]]
-    if rows is not None:
-        at[found] = rows[at[found]]
-    at[~found] = -1
+    del table_key
+    at = np.empty(len(keys[0]), np.int64)
+    for start in range(0, len(at), _SLICE_ROWS):  # a slice at a time: its temporaries stay small
+        part = slice(start, start + _SLICE_ROWS)
+        key, found = _pack(keys, widths, part)
+        found_at = np.searchsorted(ordered, key, side="right") - 1  # the last of equal keys: the latest row
+        found &= found_at >= 0
+        found[found] = ordered[found_at[found]] == key[found]
+        if order is not None:
+            found_at[found] = order[found_at[found]]
+        if rows is not None:
+            found_at[found] = rows[found_at[found]]
+        found_at[~found] = -1
+        at[part] = found_at
     return at
 
 
-def _packed(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> Any:
-    """Each side's key columns packed into one int64 a row, with whether every part is known; None
-    where a part is negative or the parts need more than 63 bits together."""
-    import numpy as np
-
-    sides = [(np.zeros(len(side[0]), np.int64), np.ones(len(side[0]), bool)) for side in (keys, table_keys)]
-    bits_used = 0
+def _key_widths(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series]) -> list[int] | None:
+    """The bits each part of a key takes, both sides' values considered; None where a part is
+    negative or the parts need more than 63 bits together (they cannot share one int64)."""
+    widths = []
     for parts in zip(keys, table_keys):
         lo = min(_known_or_zero(part.min(skipna=True)) for part in parts)
         hi = max(_known_or_zero(part.max(skipna=True)) for part in parts)
-        bits_used += max(hi.bit_length(), 1)
-        if lo < 0 or bits_used > 63:
+        widths.append(max(hi.bit_length(), 1))
+        if lo < 0 or sum(widths) > 63:
             return None
-        for (packed, known), part in zip(sides, parts):
-            packed <<= max(hi.bit_length(), 1)
-            packed |= part.to_numpy(np.int64, na_value=0)
-            known &= part.notna().to_numpy(bool)
-    return sides
+    return widths
+
+
+def _pack(columns: Sequence[pd.Series], widths: list[int], rows: slice) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` of the key columns packed into one int64 a row, and whether every part is known."""
+    import numpy as np
+
+    n = len(range(*rows.indices(len(columns[0]))))
+    packed, known = np.zeros(n, np.int64), np.ones(n, bool)
+    for column, bits in zip(columns, widths):
+        part = column.iloc[rows]
+        packed <<= bits
+        packed |= part.to_numpy(np.int64, na_value=0)
+        known &= part.notna().to_numpy(bool)
+    return packed, known
 
 
 def _known_or_zero(value: Any) -> int:
@@ -145,10 +158,12 @@ def _last_matches_by_index(keys: Sequence[pd.Series], table_keys: Sequence[pd.Se
 
 
 def taken(values: pd.Series, at: np.ndarray) -> pd.Series:
-    """``values`` (integers) at positions ``at`` as nullable int64; null where ``at`` is -1."""
+    """``values`` (integers) at positions ``at`` as a nullable column of their own width (int64
+    where they are not nullable yet); null where ``at`` is -1."""
     import pandas as pd
 
-    return pd.Series(values.reset_index(drop=True).astype("Int64").array.take(at, allow_fill=True), copy=False)
+    array = values.array if isinstance(values.dtype, pd.api.extensions.ExtensionDtype) else values.astype("Int64").array
+    return pd.Series(array.take(at, allow_fill=True), copy=False)
 
 
 def looked_up(keys: Sequence[pd.Series], table_keys: Sequence[pd.Series], values: pd.Series) -> pd.Series:
@@ -175,18 +190,38 @@ def texts(values: pd.Series, path: Path, what: str, where: Callable[[int], str],
 
 def blocks(grid: pd.Series, block: pd.Series) -> pd.Series:
     """A work-item grid (a nullable integer Series) in blocks, ceil division; unknown or zero block
-    sizes give null. Worked in int64 numpy one axis at a time, given back in the narrowest width:
+    sizes give null. Worked in int64 numpy a slice at a time and given back in the narrowest width:
     pandas' nullable arithmetic made five int64 copies of a whole trace's column."""
     import numpy as np  # here, not at import: the Kineto decoder imports this module without pandas
     import pandas as pd
 
     from kprof.trace import narrowed
 
-    items, size = grid.to_numpy(np.int64, na_value=0), block.to_numpy(np.int64, na_value=0)
+    items = grid.to_numpy(grid.dtype.numpy_dtype, na_value=0)
+    size = block.to_numpy(block.dtype.numpy_dtype, na_value=0)
     missing = grid.isna().to_numpy(bool) | block.isna().to_numpy(bool) | (size == 0)
-    counts = -((-items) // np.where(missing, 1, size))
+    counts = np.zeros(len(items), np.int64)
+    for at in range(0, len(items), _SLICE_ROWS):
+        rows = slice(at, at + _SLICE_ROWS)
+        counts[rows] = -((-items[rows].astype(np.int64)) // np.where(missing[rows], 1, size[rows]))
     counts[missing] = 0
     return pd.Series(narrowed(pd.arrays.IntegerArray(counts, missing), "grid"), index=grid.index, copy=False)
+
+
+#: Rows worked on at a time where a whole column's int64 temporaries would cost more than the column.
+_SLICE_ROWS = 1 << 16
+
+
+def durations(start: pd.Series, end: pd.Series) -> pd.Series:
+    """``end − start`` as nullable int64, 0 where an activity ends before it starts (the loader
+    warns of those), null where either is; in numpy, without pandas' whole-column temporaries."""
+    import numpy as np
+    import pandas as pd
+
+    length = end.to_numpy(np.int64, na_value=0) - start.to_numpy(np.int64, na_value=0)
+    np.maximum(length, 0, out=length)
+    unknown = start.isna().to_numpy(bool) | end.isna().to_numpy(bool)  # a new array: a Series' is read-only
+    return pd.Series(pd.arrays.IntegerArray(length, unknown), copy=False)
 
 
 def empty_ranges() -> dict[str, list[Any]]:

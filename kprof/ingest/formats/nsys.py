@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.ingest.gathered import Gathered, Labels
-from kprof.ingest.normalize import integer_columns, integers, last_matches, numbered, taken, trace_meta
+from kprof.ingest.normalize import durations, integer_columns, integers, last_matches, numbered, taken, trace_meta
 from kprof.ingest.ranks import ranks_of, split_by_rank
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
 from kprof.ingest.sql_chunks import query_chunks
@@ -58,8 +58,9 @@ def _select(
     """``wanted`` (output name → integer column) from ``table`` as nullable integer Series (each as
     narrow as its values allow, ``_WIDE`` int64), read a chunk at a time, NULL for the columns this
     export lacks; empty when the table is absent (nsys creates tables only when they have rows). A
-    value that is not an integer is one line naming its row. A dict, not a frame: a frame's
-    constructor and every filter of it copy all its columns at once."""
+    value that is not an integer is one line naming its row. A serialized id (``global_pid``,
+    ``global_tid``) comes back as ``pid`` (and ``tid``), split a chunk at a time. A dict, not a
+    frame: a frame's constructor and every filter of it copy all its columns at once."""
     have = _columns(con, table)
     gathered = Gathered(wide=_WIDE)
     if have:
@@ -67,8 +68,19 @@ def _select(
         sources = {name: f"{table}.{col}" for name, col in wanted.items()}
         for offset, chunk in query_chunks(con, f'SELECT {", ".join(parts)} FROM "{table}"'):
             integer_columns(chunk, sources, path, numbered(f"in {table} row", offset + 1), required)
-            gathered.add(**{name: chunk[name] for name in wanted})
-    return {name: gathered.column(name, pd.Series([], dtype="Int64")) for name in wanted}
+            gathered.add(**_split_ids({name: chunk[name] for name in wanted}))
+    names = list(_split_ids({name: pd.Series([], dtype="Int64") for name in wanted}))
+    return {name: gathered.column(name, pd.Series([], dtype="Int64")) for name in names}
+
+
+def _split_ids(columns: dict[str, pd.Series]) -> dict[str, pd.Series]:
+    """``global_pid`` as ``pid``, ``global_tid`` as ``pid`` and ``tid``; other columns as they are."""
+    if "global_pid" in columns:
+        columns["pid"] = _pid(columns.pop("global_pid"))
+    if "global_tid" in columns:
+        global_tid = columns.pop("global_tid")
+        columns["pid"], columns["tid"] = _pid(global_tid), _tid(global_tid)
+    return columns
 
 
 def _strings(con: sqlite3.Connection) -> dict[int, str]:
@@ -86,9 +98,8 @@ def _tid(global_id: Any) -> Any:
     return global_id % (1 << 24)
 
 
-# held int64 whatever their values: times, and the serialized ids whose process and thread are
-# taken by division; the shared memory parts are summed
-_WIDE = ("start", "end", "global_tid", "global_pid", "static_shared", "dynamic_shared")
+# held int64 whatever their values: times
+_WIDE = ("start", "end")
 
 _ACTIVITY = {
     "start": "start",
@@ -124,7 +135,9 @@ def _kernels(con: sqlite3.Connection, path: Path, strings: dict[int, str], label
 
     k["raw"] = pd.Series(labels.codes_of(name_id, label), copy=False)
     static, dynamic = k.pop("static_shared"), k.pop("dynamic_shared")
-    k["shared"] = (static.fillna(0) + dynamic.fillna(0)).mask(static.isna() & dynamic.isna())
+    total = static.to_numpy(np.int64, na_value=0) + dynamic.to_numpy(np.int64, na_value=0)  # int64: no wrap
+    neither = static.isna().to_numpy(bool) & dynamic.isna().to_numpy(bool)  # new, writable (a Series' is not)
+    k["shared"] = pd.Series(narrowed(pd.arrays.IntegerArray(total, neither), "shared"), copy=False)
     return k
 
 
@@ -179,13 +192,7 @@ def _rows(columns: dict[str, pd.Series], keep: np.ndarray) -> dict[str, pd.Serie
 def _launches(con: sqlite3.Connection, path: Path) -> dict[str, pd.Series]:
     """CUDA API calls that carry a correlation id: the launches, with their process and thread."""
     r = _select(con, RUNTIME, {"start": "start", "global_tid": "globalTid", "correlation": "correlationId"}, path, ())
-    r = _rows(r, (r["correlation"].notna() & r["global_tid"].notna()).to_numpy(bool))
-    global_tid = r.pop("global_tid")
-    return {**r, "pid": _narrow(_pid(global_tid), "pid"), "tid": _narrow(_tid(global_tid), "tid")}
-
-
-def _narrow(values: pd.Series, name: str) -> pd.Series:
-    return pd.Series(narrowed(values.array, name), copy=False)
+    return _rows(r, (r["correlation"].notna() & r["pid"].notna()).to_numpy(bool))
 
 
 _CHUNK_ROWS = 1 << 18
@@ -272,7 +279,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[
     del start
     untimed = int((~timed).sum())
     acts = _rows(acts, timed)
-    pid = _narrow(_pid(acts.pop("global_pid")), "pid")
+    pid = acts.pop("pid")
     launches = _launches(con, path)
     if len(pid) and pid.isna().all():  # an older export: activities name no process
         keys, launch_keys = [acts["correlation"]], [launches["correlation"]]
@@ -289,7 +296,7 @@ def load(con: sqlite3.Connection, path: Path, rank: int | None) -> Trace | list[
         "stream": acts.pop("stream"),
         "start_ns": acts["start"],
         "end_ns": acts["end"],
-        "dur_ns": (acts["end"] - acts["start"]).clip(lower=0),
+        "dur_ns": durations(acts["start"], acts["end"]),
         "name": full,
         "short_name": short,
         "kind": categorical(codes, [kind for _, kind in labels.values]),

@@ -11,7 +11,16 @@ import numpy as np
 import pandas as pd
 
 from kprof.ingest.gathered import Gathered, Labels
-from kprof.ingest.normalize import blocks, cpu_ranges, full_and_short, integer_columns, numbered, texts, trace_meta
+from kprof.ingest.normalize import (
+    blocks,
+    cpu_ranges,
+    durations,
+    full_and_short,
+    integer_columns,
+    numbered,
+    texts,
+    trace_meta,
+)
 from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
 from kprof.ingest.sql_chunks import query_chunks
 from kprof.trace import Trace, categorical, events_table, range_table
@@ -64,7 +73,7 @@ def load_rocpd(con: sqlite3.Connection, path: Path, rank: int) -> Trace:
         "stream": k["queue_id"],
         "start_ns": k["start"],
         "end_ns": k["end"],
-        "dur_ns": (k["end"] - k["start"]).clip(lower=0),
+        "dur_ns": durations(k["start"], k["end"]),
         "name": categorical(codes, full),
         "short_name": categorical(codes, short),
         "kind": categorical(np.zeros(n, np.int8), ["kernel"]),

@@ -18,7 +18,16 @@ import pandas as pd
 
 from kprof.ingest.csv_columns import CsvColumn, read_columns
 from kprof.ingest.memory import MemoryGuard
-from kprof.ingest.normalize import blocks, cpu_ranges, empty_ranges, full_and_short, looked_up, numbered, trace_meta
+from kprof.ingest.normalize import (
+    blocks,
+    cpu_ranges,
+    durations,
+    empty_ranges,
+    full_and_short,
+    looked_up,
+    numbered,
+    trace_meta,
+)
 from kprof.ingest.registry import Probe, TraceFormat
 from kprof.trace import Trace, categorical, events_table, narrowest, range_table
 
@@ -112,7 +121,7 @@ def load_csv(path: Path, rank: int, memory: MemoryGuard | None = None) -> Trace:
         "stream": col("queue") if col("queue") is not None else col("stream"),
         "start_ns": start,
         "end_ns": end,
-        "dur_ns": (end - start).clip(lower=0),
+        "dur_ns": durations(start, end),
         "name": categorical(names.codes, full_names),
         "short_name": categorical(names.codes, short_names),
         "kind": categorical(np.zeros(n, np.int8), ["kernel"]),
