@@ -55,9 +55,17 @@ TableFormat = _formats("table", "md", "json", "csv")  # every command that print
 AttributeFormat = _formats("table", "md", "json", "csv", "html")
 
 
+OUT_OF_MEMORY = (
+    "ran out of memory: this machine's available memory, cgroup limit or ulimit -v cannot hold what the "
+    "command needs; run it where there is more memory, or on fewer files or steps"
+)
+
+
 def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
     """Bad input (KprofInputError) becomes ``kprof: error: WHERE: PROBLEM`` on stderr and exit 2 (4
-    for a run whose every case failed: kprof.errors.RunIncomplete)."""
+    for a run whose every case failed: kprof.errors.RunIncomplete). Memory this machine cannot give
+    (an allocation refused under ``ulimit -v`` or a cgroup limit, after a reader's own check passed)
+    is one line and exit 2 too: input too large for where it is read."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -66,6 +74,9 @@ def one_line_errors(command: Callable[..., None]) -> Callable[..., None]:
         except KprofInputError as e:
             typer.echo(f"kprof: error: {e}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except MemoryError:
+            typer.echo(f"kprof: error: {OUT_OF_MEMORY}", err=True)
+            raise typer.Exit(2) from None
 
     return wrapper
 

@@ -45,24 +45,60 @@ def innermost_containing(points: np.ndarray, starts: np.ndarray, ends: np.ndarra
 
 
 def union_length_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[int, int]:
-    """``union_length`` for every group at once: {group: covered length}. Groups are int64 keys."""
+    """``union_length`` for every group at once: {group: covered length}. Groups are int64 keys.
+
+    Intervals sorted by (group, start) each add what they reach beyond every earlier interval of
+    their group: ``max(0, end − max(start, reach so far))``. That sum needs only the reach carried
+    from one slice to the next, so the work is done a slice at a time: beside the sort order, memory
+    stays a slice's, not several int64 copies of a 10-million-kernel trace."""
     if len(starts) == 0:
         return {}
-    g = np.asarray(groups, dtype=np.int64)
-    order = np.lexsort((np.asarray(starts), g))
-    g, s, e = g[order], np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order]
-    boundary = np.empty(len(g), dtype=bool)
-    boundary[0] = True
-    boundary[1:] = g[1:] != g[:-1]
-    # Running maximum of ends that restarts at each group: offset each group above the previous one.
-    group_id = np.cumsum(boundary) - 1
-    lift = (e.max() - s.min() + 1) * group_id
-    reach = np.maximum.accumulate(e - s.min() + lift) + s.min() - lift
-    new = boundary.copy()
-    new[1:] |= s[1:] > reach[:-1]
-    seg_idx = np.flatnonzero(new)
-    seg_end = np.append(reach[seg_idx[1:] - 1], reach[-1])
-    lengths = seg_end - s[seg_idx]
-    keys, inverse = np.unique(g[seg_idx], return_inverse=True)
-    totals = np.bincount(inverse, weights=lengths).astype(np.int64)
-    return dict(zip(keys.tolist(), totals.tolist()))
+    groups, starts, ends = (np.asarray(a, dtype=np.int64) for a in (groups, starts, ends))
+    order = np.lexsort((starts, groups))
+    totals: dict[int, int] = {}
+    carried: tuple[int, int] | None = None  # the last group of the previous slice and its reach
+    for at in range(0, len(order), _SLICE):
+        rows = order[at : at + _SLICE]
+        g, s, e = groups[rows], starts[rows], ends[rows]
+        before = _reach_before(g, e, carried)
+        gained = np.maximum(e - np.maximum(s, before), 0)
+        first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        for key, total in zip(g[first].tolist(), np.add.reduceat(gained, first).tolist()):
+            totals[key] = totals.get(key, 0) + total
+        carried = (int(g[-1]), int(max(before[-1], e[-1])))
+    return totals
+
+
+#: Intervals worked on at a time by ``union_length_by_group``.
+_SLICE = 1 << 16
+_NOTHING = np.iinfo(np.int64).min
+
+
+def _reach_before(g: np.ndarray, e: np.ndarray, carried: tuple[int, int] | None) -> np.ndarray:
+    """For each interval of a slice sorted by (group, start), the furthest end of the earlier
+    intervals of its group (``carried`` continues a group from the previous slice); int64's minimum
+    for a group's first interval. One running maximum over the slice, each group lifted above the
+    one before so that it restarts; group by group where the lift would not fit in int64."""
+    starts_group = np.r_[True, g[1:] != g[:-1]]
+    group = np.cumsum(starts_group) - 1
+    low, span = int(e.min()), int(e.max()) - int(e.min()) + 1
+    running = np.empty(len(e), np.int64)
+    if span * (int(group[-1]) + 1) < 1 << 62:
+        lift = group * span
+        running[:] = np.maximum.accumulate(e - low + lift) - lift + low
+    else:
+        for first, last in zip(*_runs(starts_group)):
+            running[first:last] = np.maximum.accumulate(e[first:last])
+    reach = np.empty(len(e), np.int64)
+    reach[1:] = running[:-1]
+    reach[starts_group] = _NOTHING
+    if carried is not None and carried[0] == g[0]:
+        same = group == 0
+        reach[same] = np.maximum(reach[same], carried[1])
+    return reach
+
+
+def _runs(starts_run: np.ndarray) -> tuple[list[int], list[int]]:
+    """Where each run begins and ends (exclusive), given where runs start."""
+    first = np.flatnonzero(starts_run)
+    return first.tolist(), [*first[1:].tolist(), len(starts_run)]

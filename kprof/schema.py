@@ -33,6 +33,12 @@ step              int64    step number (``ProfilerStep#N`` → N, else order of 
 annotation        string*  innermost ``record_function``/``gpu_user_annotation``/marker range
 ================  =======  ==================================================================
 
+The types are those stored (parquet) and those a reader may rely on. In memory an integer column
+is a pandas nullable column in the narrowest signed width that holds its values (a trace of small
+ids and sizes takes a byte or two a value, not eight), never wider than its type here; times
+(``*_ns``) are int64 whatever their values, so that arithmetic on them cannot wrap. Do arithmetic
+on another integer column in int64 (``astype("Int64")``), not in the width it happens to have.
+
 ``ranges`` — annotated time ranges (steps, ``record_function``, roctx markers):
 
 =========  ======  ==========================================================================

@@ -216,6 +216,19 @@ def test_a_trace_too_large_for_memory_is_one_line(tmp_path: Path, monkeypatch: p
     _one_line(["trace", str(trace)], f"{trace}: ran out of memory while reading it")
 
 
+def test_memory_running_out_after_the_read_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read's check passed, but the tables built from the trace need more than the machine gives
+    (seen under ``ulimit -v`` on a 1M-kernel Nsight Systems export): one line, exit 2."""
+    import kprof.commands.trace as trace_command
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    trace = write_trace(tmp_path / "t.json", [kernel("k", 10, 5, 1)])
+    monkeypatch.setattr(trace_command, "trace_tables", refuse)
+    _one_line(["trace", str(trace)], "ran out of memory: this machine's available memory")
+
+
 @pytest.mark.parametrize("fmt", ["rpd", "rocpd", "nsys"])
 def test_a_database_whose_typed_columns_are_all_null_reads_or_is_one_line(fmt: str, tmp_path: Path) -> None:
     """SQLite keeps NULL in any column a schema does not forbid it in: every column but ids, times

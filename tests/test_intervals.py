@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kprof.intervals import innermost_containing, union_length, union_length_by_group
@@ -43,3 +43,29 @@ def test_grouped_union_equals_union_per_group(spans: list[tuple[int, int]], grou
         sel = groups == key
         assert got[key] == union_length(starts[sel], ends[sel])
     assert set(got) == set(groups.tolist())
+
+
+_WIDE_SPANS = st.lists(
+    st.tuples(st.one_of(st.integers(0, 50), st.integers(0, 2**61)), st.integers(0, 30)), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WIDE_SPANS, st.lists(st.integers(0, 3), min_size=1, max_size=40), st.integers(1, 7))
+def test_grouped_union_is_the_same_a_slice_at_a_time(
+    spans: list[tuple[int, int]], group_choice: list[int], slice_rows: int
+) -> None:
+    """Worked a few intervals at a time, the reach carried from slice to slice; with times far
+    apart too, where one running maximum over lifted groups would overflow int64."""
+    import kprof.intervals as intervals
+
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = starts + np.array([d for _, d in spans], dtype=np.int64)
+    groups = np.array([group_choice[i % len(group_choice)] for i in range(len(spans))])
+    original = intervals._SLICE
+    intervals._SLICE = slice_rows
+    try:
+        got = union_length_by_group(groups, starts, ends)
+    finally:
+        intervals._SLICE = original
+    assert got == {key: union_length(starts[groups == key], ends[groups == key]) for key in set(groups.tolist())}

@@ -99,35 +99,35 @@ def per_kernel_table(events: pd.DataFrame, busy: int, name_filter: re.Pattern[st
 def step_table(events: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """The per-step table and its steady-state medians. Busy is summed over devices, so idle is
     counted in device time too (span × devices − busy): it cannot go below zero."""
-    stepped = events[events["step"].notna()]
-    if len(stepped) == 0:
+    has_step = events["step"].notna().to_numpy(bool)
+    if not has_step.any():
         return pd.DataFrame(columns=STEP_COLUMNS), None
-    step = stepped["step"].to_numpy("int64")
-    device = stepped["device"].to_numpy("int64")
-    start, end = stepped["start_ns"].to_numpy("int64"), stepped["end_ns"].to_numpy("int64")
-    is_kernel = (stepped["kind"] == "kernel").to_numpy(bool)
+    rows = slice(None) if has_step.all() else has_step  # a column at a time: no copy of the whole table
+
+    def column(name: str) -> np.ndarray:
+        return events[name].to_numpy("int64", na_value=0)[rows]  # nulls are in rows left out
+
+    step, device, start, end = column("step"), column("device"), column("start_ns"), column("end_ns")
+    is_kernel = (events["kind"] == "kernel").to_numpy(bool)[rows]
     # Busy per (step, device), then summed over devices: pack both into one int64 key.
     dev_codes, dev_index = np.unique(device, return_inverse=True)
     unions = union_length_by_group(step * len(dev_codes) + dev_index, start, end)
     busy = pd.Series(unions).groupby(lambda key: key // len(dev_codes)).sum()
-    frame = pd.DataFrame(
-        {
-            "step": step,
-            "start": start,
-            "end": end,
-            "device": device,
-            "k": is_kernel,
-            "kdur": np.where(is_kernel, end - start, 0),
-        }
-    )
-    g = frame.groupby("step", sort=True)
+    steps, at = np.unique(step, return_inverse=True)
+    first_start, last_end = np.full(len(steps), np.iinfo(np.int64).max), np.full(len(steps), np.iinfo(np.int64).min)
+    np.minimum.at(first_start, at, start)
+    np.maximum.at(last_end, at, end)
+    kernel_ns = np.zeros(len(steps), np.int64)
+    np.add.at(kernel_ns, at[is_kernel], (end - start)[is_kernel])
+    pairs = np.unique(at * len(dev_codes) + dev_index)
     table = pd.DataFrame(
         {
-            "span_ns": g["end"].max() - g["start"].min(),
-            "devices": g["device"].nunique().astype(int),
-            "kernels": g["k"].sum().astype(int),
-            "kernel_ns": g["kdur"].sum(),
-        }
+            "span_ns": last_end - first_start,
+            "devices": np.bincount(pairs // len(dev_codes), minlength=len(steps)).astype(int),
+            "kernels": np.bincount(at[is_kernel], minlength=len(steps)).astype(int),
+            "kernel_ns": kernel_ns,
+        },
+        index=pd.Index(steps, name="step"),
     )
     table["busy_ns"] = busy.reindex(table.index).to_numpy("int64")
     table = table.reset_index()

@@ -20,9 +20,10 @@ from pathlib import Path
 
 from kprof.errors import KprofInputError
 
-#: Peak bytes per kept device activity while a trace is read: the highest any format measured with
-#: benchmarks/ingest_memory.py (Kineto JSON.gz, 1M tiny kernels; docs/benchmarks.md).
-PEAK_BYTES_PER_ACTIVITY = 520
+#: Peak bytes per kept device activity while a trace is read, rounded up from the highest any format
+#: measured with benchmarks/ingest_memory.py (RPD, 1M tiny kernels: 140 B, most of it the reader's
+#: fixed cost; 67–88 B for each kernel more, ≤ 93 B at 4M in every format; docs/benchmarks.md).
+PEAK_BYTES_PER_ACTIVITY = 150
 #: Set to 0 to read a trace whatever the estimate says.
 CHECK_VARIABLE = "KPROF_MEMORY_CHECK"
 #: A stream's projection waits for this share of the file: its first pieces may be all metadata.
