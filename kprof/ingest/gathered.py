@@ -53,9 +53,6 @@ class Gathered:
             values = values.astype(np.int64, copy=False)
         return pd.Series(pd.arrays.IntegerArray(values, missing), copy=False)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._chunks
-
 
 class Labels:
     """Distinct values (names, or (name, kind) pairs), each kept once, and codes into them."""

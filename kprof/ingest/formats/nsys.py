@@ -69,7 +69,7 @@ def _select(
         for offset, chunk in query_chunks(con, f'SELECT {", ".join(parts)} FROM "{table}"'):
             integer_columns(chunk, sources, path, numbered(f"in {table} row", offset + 1), required)
             gathered.add(**_split_ids({name: chunk[name] for name in wanted}))
-    names = list(_split_ids({name: pd.Series([], dtype="Int64") for name in wanted}))
+    names = list(_split_ids({name: pd.Series([], dtype="Int64") for name in wanted}))  # as _split_ids renames
     return {name: gathered.column(name, pd.Series([], dtype="Int64")) for name in names}
 
 
