@@ -70,6 +70,7 @@ def main() -> None:
         # every leg's time also depends on where its buffers lie (SD per buffer set, drawn anew per run)
         "coverage_quiet_16_placement_0.1": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.001),
         "coverage_quiet_16_placement_0.3": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.003),
+        "coverage_quiet_16_placement_1": lambda: scenario_coverage([0.0, 1.0, 5.0], QUIET, 16, 0.5, n, rng, 0.01),
         "coverage_noisy_16_placement_1": lambda: scenario_coverage([0.0, 1.0, 5.0], NOISY, 16, 0.5, n, rng, 0.01),
         # the A/A copy alone carries a real bias: the case is flagged, its bound folded in
         "aa_bias_0_true_200": lambda: scenario_aa_bias(200.0, 0.0, QUIET, 16, n, rng),

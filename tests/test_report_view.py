@@ -32,7 +32,7 @@ def md_rows(markdown: str, title: str) -> list[list[str]]:
 
 def test_hide_same_leaves_same_rows_out_of_tables_and_says_so() -> None:
     legs = json.loads(invoke("report", str(GDN), "--format", "json"))["legs"]
-    case = "step-b32-hv32"
+    case = "recurrent-b128-hv32"
     same = [r["leg"] for r in legs if r["case"] == case and r["verdict"] == "SAME"]
     assert same, "the stored run has SAME legs in this case"
     full = md_rows(invoke("report", str(GDN), "--format", "md"), case)
@@ -58,7 +58,7 @@ def test_sort_by_effect_puts_the_largest_gain_first_under_the_reference() -> Non
 
 def test_each_case_says_its_fastest_leg_with_interval_and_verdict() -> None:
     out = invoke("report", str(TWICE / "mla_end_1"), "--format", "md")
-    assert "fastest: all, +226.69% [+225.99, +227.24] (3.27× faster) against baseline, FASTER" in out
+    assert "fastest: all, +226.69% [+225.54, +227.75] (3.27× faster) against baseline, FASTER" in out
     rows = pd.DataFrame(
         {
             "leg": ["base", "a", "b", "base (A/A)"],

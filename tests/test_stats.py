@@ -183,33 +183,38 @@ def test_the_resolvable_effect_is_called_80_percent_of_the_time(rounds: int, thr
     assert 0.77 <= np.mean(called) <= 0.83
 
 
-def test_the_resolvable_effect_counts_the_placement_test_of_clean_legs() -> None:
+def _placed_as_a_run(legs: np.ndarray, k: int) -> S.Effect:
+    """The first leg's interval as a run prints it, from its case's legs' rounds (legs × rounds):
+    its own spread where its F-test counts it, at least the floor pooled over the legs."""
+    sets = np.arange(legs.shape[1]) % k
+    terms = S.placement_terms({i: S.placement_spread(d, sets) for i, d in enumerate(legs)}, k)
+    return S.with_placement(S.estimate(legs[0]), terms[0].half_width)
+
+
+@pytest.mark.parametrize("legs", [2, 6])
+def test_the_resolvable_effect_counts_the_placement_test_of_clean_legs(legs: int) -> None:
     """Brute force with four buffer sets and no true spread: a run adds the placement term where a
-    leg's F-test gives p < 0.2 (one clean leg in five), so the printed figure must count those
-    draws too; computed for the rounds-only interval it was called 69–73% of the time, not 80%."""
+    leg's F-test gives p < 0.2 (one clean leg in five), and every leg carries the case's floor,
+    pooled over its legs, so the printed figure must count those draws too; computed for the
+    rounds-only interval it was called 69–73% of the time, not 80%."""
     rounds, k = 16, 4
-    widening = S.Widening.of(0.0, k)
-    delta = S.minimum_detectable_effect(1.0, rounds, 0.0, widening=widening)
-    assert delta > S.minimum_detectable_effect(1.0, rounds)
-    sets = np.arange(rounds) % k
-    called = []
-    for d in delta + np.random.default_rng(7).standard_normal((1500, rounds)):
-        spread = S.counted_spreads({"x": S.placement_spread(d, sets)})["x"]
-        effect = S.with_placement(S.estimate(d), spread, k)
-        called.append(effect.low > 0)
+    delta = S.minimum_detectable_effect(1.0, rounds, 0.0, widening=S.Widening.of(0.0, k, legs=legs))
+    assert delta > S.minimum_detectable_effect(1.0, rounds, 0.0, widening=S.Widening.of(0.0, k))
+    rng = np.random.default_rng(7)
+    called = [_placed_as_a_run(delta + rng.standard_normal((legs, rounds)), k).low > 0 for _ in range(1500)]
     assert 0.77 <= np.mean(called) <= 0.83
 
 
-def test_the_rounds_for_same_count_the_placement_test_of_clean_legs() -> None:
+@pytest.mark.parametrize("legs", [2, 6])
+def test_the_rounds_for_same_count_the_placement_test_of_clean_legs(legs: int) -> None:
     """The same for the footer's rounds at which a leg with no effect reads SAME 80% of the time."""
     k, threshold = 4, 1.0
-    rounds = S.rounds_for_same(1.0, threshold, widening=S.Widening.of(0.0, k))
+    rounds = S.rounds_for_same(1.0, threshold, widening=S.Widening.of(0.0, k, legs=legs))
     assert rounds is not None and rounds > S.rounds_for_same(1.0, threshold)
-    sets = np.arange(rounds) % k
+    rng = np.random.default_rng(8)
     same = []
-    for d in np.random.default_rng(8).standard_normal((1500, rounds)):
-        spread = S.counted_spreads({"x": S.placement_spread(d, sets)})["x"]
-        effect = S.with_placement(S.estimate(d), spread, k)
+    for _ in range(1500):
+        effect = _placed_as_a_run(rng.standard_normal((legs, rounds)), k)
         same.append(-threshold < effect.low and effect.high < threshold)
     assert 0.77 <= np.mean(same) <= 0.86
 

@@ -30,23 +30,30 @@ def test_same_means_within_the_users_threshold() -> None:
     old rule, whose equivalence margin grew with the noise, called it SAME in 20–30% of runs)."""
     out = sim.scenario_same(1.0, NOISY, 16, 0.5, 60, np.random.default_rng(2))
     assert out["SAME"] <= 0.02
-    assert out["FASTER"] >= 0.5
+    assert out["FASTER"] >= 0.35  # 1,000 runs: 43% (52% before the case's placement floor)
 
 
 def test_a_legs_verdict_does_not_depend_on_unrelated_legs() -> None:
     """The same samples with and without an unrelated 30%-slower leg give every other leg the same
-    verdict and interval; and at 8 rounds a lone real 2% gain among 8 null legs is FASTER (the old
-    report-wide BH made it FASTER in 0% of runs alone and 100% beside the slow leg)."""
+    estimate and, but where the case's pooled placement floor moves, the same verdict (100 runs:
+    7 of 1,000 leg verdicts at 8 rounds, none at 16); and at 8 rounds a lone real 2% gain among 8
+    null legs is FASTER (the old report-wide BH made it FASTER in 0% of runs alone and 100% beside
+    the slow leg)."""
     rng = np.random.default_rng(3)
     effects = {"real": 2.0} | {f"null{i}": 0.0 for i in range(8)} | {"unrelated": -30.0}
-    samples = sim.samples_for(effects, QUIET, 8, rng)
-    with_it, _ = leg_effects(samples, sim.legs_for(effects), 0.5)
     without = {k: v for k, v in effects.items() if k != "unrelated"}
-    alone, _ = leg_effects(samples[samples["leg"] != "unrelated"], sim.legs_for(without), 0.5)
-    cols = ["leg", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict"]
-    pd.testing.assert_frame_equal(
-        with_it[with_it["leg"] != "unrelated"][cols].reset_index(drop=True), alone[cols].reset_index(drop=True)
-    )
+    changed = compared = 0
+    for _ in range(30):
+        samples = sim.samples_for(effects, QUIET, 8, rng)
+        with_it, _ = leg_effects(samples, sim.legs_for(effects), 0.5)
+        alone, _ = leg_effects(samples[samples["leg"] != "unrelated"], sim.legs_for(without), 0.5)
+        with_it = with_it[with_it["leg"] != "unrelated"].reset_index(drop=True)
+        assert with_it["leg"].tolist() == alone["leg"].tolist()
+        np.testing.assert_allclose(with_it["effect_pct"].fillna(0), alone["effect_pct"].fillna(0), rtol=0, atol=1e-12)
+        judged = with_it["verdict"].isin(["FASTER", "SLOWER", "SAME", "UNRESOLVED"])
+        changed += int((with_it["verdict"] != alone["verdict"])[judged].sum())
+        compared += int(judged.sum())
+    assert compared == 30 * 10 and changed <= 0.02 * compared
     lone = sim.scenario_lone(2.0, 8, None, QUIET, 8, 30, rng)
     assert lone["faster_rate"] >= 0.9
 
@@ -112,7 +119,7 @@ def test_placement_spread_is_measured_and_folded_into_the_interval() -> None:
     """A leg whose time depends on where its buffers lie (per-set effects of SD 0.5% around a true
     −1%): the spread is estimated, and the widened interval covers the −1% — the effect averaged
     over where buffers may lie — far more often than the rounds-only interval; a leg without
-    placement effects shows almost none."""
+    placement effects counts only the case's pooled floor."""
     from kprof.analysis import stats as S
     from kprof.analysis.run_effects import per_round_logs, round_statistics
 
@@ -131,7 +138,8 @@ def test_placement_spread_is_measured_and_folded_into_the_interval() -> None:
         raw_cover.append(raw.ci_low_pct <= -1.0 <= raw.ci_high_pct)
     placed, rounds_only = np.mean(placed_cover), np.mean(raw_cover)
     print(f"spread {np.median(spreads):.2f}% (y {np.median(quiet):.2f}%), covers {placed:.2f} vs {rounds_only:.2f}")
-    assert 0.25 < np.median(spreads) < 0.8 and np.median(quiet) < 0.1
+    # y's own spread is none; what it counts is the case's floor, x's spread pooled over three legs
+    assert 0.25 < np.median(spreads) < 0.8 and np.median(quiet) < 0.7 * np.median(spreads)
     assert placed >= 0.85 and placed >= rounds_only + 0.2
 
 
@@ -150,23 +158,47 @@ def test_a_placement_spread_too_small_to_test_significant_still_widens_the_inter
 
 
 def test_a_clear_spread_in_one_leg_counts_the_spreads_of_its_neighbours() -> None:
-    from kprof.analysis.stats import counted_spreads
+    from kprof.analysis.stats import Spread, counted_spreads
 
-    weak, strong, flat = (0.002, 0.5), (0.01, 1e-6), (0.0, 0.9)
+    weak, strong, flat = Spread(0.002, 0.5), Spread(0.01, 1e-6), Spread(0.0, 0.9)
     assert counted_spreads({"weak": weak, "flat": flat}) == {"weak": 0.0, "flat": 0.0}
     counted = counted_spreads({"weak": weak, "strong": strong, "flat": flat})
     assert counted == {"weak": 0.002, "strong": 0.01, "flat": 0.0}
-    assert counted_spreads({"weak": (0.002, 0.1)}) == {"weak": 0.002}  # its own test, at p < 0.2
+    assert counted_spreads({"weak": Spread(0.002, 0.1)}) == {"weak": 0.002}  # its own test, at p < 0.2
     assert counted_spreads({}) == {}
+
+
+def test_every_leg_carries_at_least_the_cases_pooled_placement_floor() -> None:
+    """The floor pools the legs' excess between-set variances (cut at 0 after averaging, so legs
+    whose sets differ less than their noise pull it down) at 99.5% with L·(K−1) degrees of
+    freedom; a leg whose own counted term is wider keeps its own."""
+    from kprof.analysis.stats import Spread, placement_half_width, placement_terms, t_quantile
+
+    k = 4
+    quiet = {f"q{i}": Spread(0.0, 0.8, -1e-6) for i in range(3)}
+    assert all(t.half_width == 0 for t in placement_terms(quiet, k).values())
+    spreads = quiet | {"loud": Spread(0.01, 1e-4, 1e-4)}  # its own F-test counts it (and case-wide)
+    terms = placement_terms(spreads, k)
+    pooled = (1e-4 - 3e-6) / 4
+    floor = t_quantile(1 - 0.0025, 4 * (k - 1)) * pooled**0.5 / k**0.5
+    assert terms["q0"].half_width == pytest.approx(floor) and terms["q0"].sigma == pytest.approx(pooled**0.5)
+    # case-wide: the quiet legs' own spreads (0) are counted, so they carry the floor alone
+    assert terms["loud"].half_width == pytest.approx(placement_half_width(0.01, k))
+    assert terms["loud"].half_width > floor
+    lonely = placement_terms({"x": Spread(0.0, 0.9, 4e-6), "A/A": Spread(0.0, 0.9, 0.0)}, k)
+    assert lonely["A/A"].half_width == lonely["x"].half_width > 0  # one floor per case, from x's excess
+    assert placement_terms(spreads, 1)["loud"].half_width == 0  # one placement: nothing to pool
 
 
 def test_a_rerun_lands_inside_the_rerun_interval() -> None:
     """Two independent runs of the same legs: one run's estimate lies inside the other's 95%
-    interval only ~83% of the time even for exact intervals (both estimates vary), inside the
-    rerun interval (√2 wider about the estimate) about 95% of the time."""
+    interval less often than a fresh run's would lie inside an exact interval (both estimates
+    vary: ~83% for exact intervals without placement terms), inside the rerun interval (√2 wider
+    about the estimate) about 95% of the time."""
     out = sim.scenario_rerun([0.0, 2.0, 10.0], sim.Noise(0.01, 0.003), 16, 30, np.random.default_rng(3))
     assert out["inside_rerun_interval"] >= 0.9
-    assert out["inside_interval"] < out["inside_rerun_interval"] - 0.05
+    # 300 runs: 92.2% / 97.4% (the interval carries the case's placement floor; 83–88% without)
+    assert 0.85 <= out["inside_interval"] < out["inside_rerun_interval"]
 
 
 def test_cases_split_over_processes_put_what_a_process_holds_in_the_interval() -> None:
@@ -190,10 +222,13 @@ def test_cases_split_over_processes_put_what_a_process_holds_in_the_interval() -
 def test_the_placement_line_counts_the_legs_whose_spread_is_in_their_intervals() -> None:
     from kprof.report.run_report import placement_line
 
-    assert "no leg's spread" in placement_line(4, pd.Series([0.0, 0.0]))
+    assert "no spread between sets is counted" in placement_line(4, pd.Series([0.0, 0.0]))
     line = placement_line(4, pd.Series([0.0, 0.31, 1.2]))
     assert "2 leg(s) vary between sets (largest ±1.20%)" in line and "in their intervals" in line
     assert "4 buffer sets at varied offsets in 2 processes;" in placement_line(4, pd.Series([0.1]), 2)
+    pooled = placement_line(4, pd.Series([0.12, 0.12, 0.4]), 2, 0.12)
+    assert "spread pooled over the legs ±0.12%, in every interval; 1 leg(s) vary beyond it (largest ±0.40%)" in pooled
+    assert "vary" not in placement_line(4, pd.Series([0.12, 0.12]), 2, 0.12)
 
 
 def test_samples_of_a_leg_the_run_does_not_declare_are_left_out() -> None:
@@ -291,9 +326,9 @@ def test_the_printed_resolvable_effect_counts_the_placement_spread() -> None:
     """With a 0.3% spread between buffer sets the printed resolvable effect was found 36–47% of the
     time (it was computed for the rounds-only interval); computed for the interval printed, with the
     placement term, the shift the sets add to the estimate and the F-test that decides where the
-    term is added, about 73% here (1,000 noisy runs: 76%)."""
-    out = sim.scenario_mde(QUIET, 16, 0.5, 120, np.random.default_rng(1), placement_sigma=0.003)
-    assert out["faster_rate_quoted"] >= 0.65  # the rounds-only figure: 0.59% printed, found 36% here
+    term is added and the case's floor, 79% here (1,000 quiet runs: 73%; noisy: 78%)."""
+    out = sim.scenario_mde(QUIET, 16, 0.5, 250, np.random.default_rng(1), placement_sigma=0.003)
+    assert out["faster_rate_quoted"] >= 0.65  # the rounds-only figure: 0.59% printed, found 36%
 
 
 def test_widening_raises_the_resolvable_effect_and_the_rounds_for_same() -> None:

@@ -23,7 +23,7 @@ from kprof.analysis.run_effects import (
     control_false_discoveries,
     per_round_logs,
     placed_effect,
-    placement_spreads,
+    placement_terms,
     round_sets,
     round_statistics,
 )
@@ -119,8 +119,7 @@ def attribute_run(
         sets = round_sets(samples[samples["case"] == case])
         set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
         derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS}
-        spreads = placement_spreads(pd.DataFrame(derived), set_of_round)
-        placements = int(sets.nunique()) if sets is not None else 0
+        terms = placement_terms(pd.DataFrame(derived), set_of_round)
         bias = summary.bias if summary else 0.0
         for key, values in series.items():
             design, lever = key
@@ -130,7 +129,7 @@ def attribute_run(
                 n = int(leg_rows.loc[leg, "rounds"])
             else:
                 tick = summary.derived_tick if summary else 0.0
-                eff = placed_effect(values.to_numpy(), spreads[key], placements, threshold, bias, tick)
+                eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
@@ -149,7 +148,7 @@ def attribute_run(
 
 
 def _judged(series: pd.Series, threshold: float, bias: float, tick: float) -> dict[str, Any]:
-    return placed_effect(series.to_numpy(), 0.0, 0, threshold, bias, tick).row()
+    return placed_effect(series.to_numpy(), 0.0, threshold, bias, tick).row()
 
 
 def _trend(per_dose: list[pd.Series]) -> float:

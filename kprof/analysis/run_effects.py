@@ -72,6 +72,7 @@ class CaseSummary:
     fewest_rounds: int = 6  # below this the exact test cannot give a verdict (a sweep family needs more)
     aa_copies: int = 1
     placement_pct: float = 0.0  # the A/A's spread between buffer sets beyond the rounds' noise
+    pooled_placement_pct: float = 0.0  # the legs' spread pooled: every interval carries at least its term
     placements: int = 0  # buffer sets (placements) the rounds rotated over
     bias: float = 0.0  # the A/A's bias bound, log units (0: every copy holds 0), in every other interval
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
@@ -163,12 +164,14 @@ class _CaseTerms:
     threshold: float
     copies: list[str]
     n_placements: int
-    sigma_p: dict[str, float]
+    placement: dict[str, S.Placement]
     quantum: float | None
     ticks: dict[str, float]
     tick_of: dict[str, float]
     bias: float
-    aa_placement: float
+    aa_placement: S.Placement
+    pooled_placement: float  # the legs' spread pooled (log units; stats.placement_terms)
+    pooled_legs: int  # how many legs' spreads it pools
     aa: S.Effect | None
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
 
@@ -187,15 +190,15 @@ def _case_terms(
     declared = [leg.name for leg in legs if leg.name in logs.columns]
     compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
     tested = tested_spreads(d_all[compared], set_of_round)
-    sigma_p = S.counted_spreads(tested)
+    placement = S.placement_terms(tested, n_placements)
     quantum = timer_quantum(samples)
     ticks = tick_bounds(samples, quantum)
     tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
     copies = [name for name in aa_names if name in d_all]
-    bias = bias_bound(d_all, copies, sigma_p, n_placements, tick_of)
-    aa_placement = sigma_p.get(aa_leg, 0.0) if aa is not None else 0.0
+    bias = bias_bound(d_all, copies, tested, n_placements, tick_of)
+    aa_placement = placement.get(aa_leg, S.Placement()) if aa is not None else S.Placement()
     if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
-        aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement, n_placements, threshold, tick=tick_of[aa_leg])
+        aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement.half_width, threshold, tick=tick_of[aa_leg])
     return _CaseTerms(
         logs=logs,
         d_all=d_all,
@@ -204,12 +207,14 @@ def _case_terms(
         threshold=threshold,
         copies=copies,
         n_placements=n_placements,
-        sigma_p=sigma_p,
+        placement=placement,
         quantum=quantum,
         ticks=ticks,
         tick_of=tick_of,
         bias=bias,
         aa_placement=aa_placement,
+        pooled_placement=S.pooled_spread(tested),
+        pooled_legs=len(tested) if n_placements > 1 else 0,
         aa=aa,
         case_wide=S.case_wide(tested),
     )
@@ -219,7 +224,8 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     """The A/A gate and the resolution of a case: the resolvable effect and the rounds for SAME of
     the interval a leg like the A/A prints."""
     n = len(t.d_all)
-    widening = S.Widening.of(t.aa_placement, t.n_placements, t.bias + t.tick_of.get(aa_leg or "", 0.0), t.case_wide)
+    bound = t.bias + t.tick_of.get(aa_leg or "", 0.0)
+    widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.pooled_legs)
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     return CaseSummary(
@@ -233,7 +239,8 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         quantum_ns=t.quantum,
         rounds_for_same=S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None,
         fewest_rounds=S.fewest_rounds(max(swept, 1)),
-        placement_pct=100 * (np.exp(t.aa_placement) - 1),
+        placement_pct=100 * (np.exp(t.aa_placement.sigma) - 1),
+        pooled_placement_pct=100 * (np.exp(t.pooled_placement) - 1),
         placements=t.n_placements,
         bias=t.bias,
         aa_copies=len(t.copies),
@@ -256,13 +263,13 @@ def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str
         row.update(effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED")
     else:
         own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
-        sigma_p, tick = t.sigma_p[leg.name], t.tick_of[leg.name]
-        eff = placed_effect(t.d_all[leg.name].to_numpy(), sigma_p, t.n_placements, t.threshold, own_bias, tick)
+        placement, tick = t.placement[leg.name], t.tick_of[leg.name]
+        eff = placed_effect(t.d_all[leg.name].to_numpy(), placement.half_width, t.threshold, own_bias, tick)
         row.update(
             eff.row(),
             p_sign=eff.p_sign,
             estimate=eff.estimate,
-            placement_pct=100 * (np.exp(sigma_p) - 1),
+            placement_pct=100 * (np.exp(placement.sigma) - 1),
             bias_bound_pct=100 * (np.exp(own_bias) - 1),
             tick_bound_pct=100 * (np.exp(tick) - 1),
         )
@@ -325,16 +332,15 @@ def leg_effects(
     return table, summaries
 
 
-def placed_effect(
-    d: np.ndarray, sigma_p: float, placements: int, threshold: float, bias: float = 0.0, tick: float = 0.0
-) -> S.Effect:
+def placed_effect(d: np.ndarray, placement: float, threshold: float, bias: float = 0.0, tick: float = 0.0) -> S.Effect:
     """The one computation of an effect from per-round log differences: Hodges–Lehmann with its
-    exact interval, widened by the placement spread, by what the timer's rounding may bias
+    exact interval, widened by the placement term (``placement``, log units: a half-width from
+    ``stats.placement_terms``), by what the timer's rounding may bias
     (``tick``, log units: ``tick_bounds``) and by the case's bias bound (``bias``, log units; 0 where
     the A/A holds 0), and its verdict — BIASED where the A/A bound alone turns a FASTER or SLOWER
     into something else. The leg table, attribution and sweeps all call it, so one comparison
     prints one interval in every command."""
-    widened = S.with_bias_bound(S.with_placement(S.estimate(d), sigma_p, placements), tick)
+    widened = S.with_bias_bound(S.with_placement(S.estimate(d), placement), tick)
     placed = S.with_verdict(widened, threshold)
     if bias <= 0:
         return placed
@@ -356,19 +362,20 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
     return per_round["min"]
 
 
-def placement_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, float]:
-    """Each leg's (or quantity's) spread between buffer sets (log units) as folded into its
-    interval (``stats.counted_spreads``); 0 for each when the rounds did not rotate placements."""
-    return S.counted_spreads(tested_spreads(d, set_of_round))
-
-
-def tested_spreads(
+def placement_terms(
     d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None
-) -> dict[Any, tuple[float, float]]:
+) -> dict[Any, S.Placement]:
+    """Each leg's (or quantity's) placement term as folded into its interval (``stats.placement_terms``);
+    none for each when the rounds did not rotate placements."""
+    placements = len(np.unique(set_of_round)) if set_of_round is not None else 0
+    return S.placement_terms(tested_spreads(d, set_of_round), placements)
+
+
+def tested_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, S.Spread]:
     """Each column's spread between buffer sets and the F-test's p (``stats.placement_spread``);
     (0, 1), nothing to count, for each when the rounds did not rotate placements."""
     if set_of_round is None:
-        return dict.fromkeys(d, (0.0, 1.0))
+        return dict.fromkeys(d, S.Spread(0.0, 1.0))
     return {k: S.placement_spread(v.to_numpy(), set_of_round) for k, v in d.items()}
 
 
@@ -408,7 +415,7 @@ def gpu_spread(samples: pd.DataFrame, run: Run, threshold_pct: float) -> pd.Data
 def bias_bound(
     d: pd.DataFrame,
     copies: list[str],
-    spreads: dict[str, float] | None = None,
+    spreads: dict[str, S.Spread] | None = None,
     placements: int = 0,
     ticks: dict[str, float] | None = None,
 ) -> float:
@@ -417,15 +424,18 @@ def bias_bound(
     The interval is the one the copy's row prints (with its placement and timer-rounding terms):
     the gate once tested the raw interval, and a row printed [−0.07, +0.26] SAME while its case was
     gated.
+    ``spreads`` holds every compared leg's (σ_p, p): the copies' placement terms are the case's
+    (``stats.placement_terms``), at the copies' level.
 
     Why a bound and not a veto: an A/A discrepancy is evidence of a bias of about its size. The veto
     (every leg BIASED) silenced a +226% effect over a 0.008-point A/A in one H200 run of four, and, on
     synthetic runs, a true +200% effect in 2.4–5.7% of clean runs; the bound quotes them."""
     alpha = S.ALPHA / max(len(copies), 1)
+    terms = S.placement_terms(spreads or {}, placements, alpha)
     bound = 0.0
     for name in copies:
         effect = S.estimate(d[name].to_numpy(), alpha)
-        effect = S.with_placement(effect, (spreads or {}).get(name, 0.0), placements, alpha)
+        effect = S.with_placement(effect, terms[name].half_width if name in terms else 0.0)
         effect = S.with_bias_bound(effect, (ticks or {}).get(name, 0.0))
         if effect.low > 0 or effect.high < 0:
             bound = max(bound, abs(effect.low), abs(effect.high))

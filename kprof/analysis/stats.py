@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import special
@@ -164,20 +164,25 @@ class Widening:
     """What a case adds to a leg's rounds-only interval, as the power figures model it: the spread
     between its ``placements`` buffer sets taken as true (``sigma_p``, log units; the A/A's), whether
     the case counts every leg's spread (``case_wide``: the term is then always added, else only where
-    the leg's own F-test finds it, as :func:`counted_spreads` does), and a ``bound`` added to each
-    side (A/A bias, timer rounding). Each power draw estimates and tests the spread from its own
-    rounds, so the resolvable effect and the rounds for SAME are those of the interval printed:
-    computed with the placement term added only where the true spread lies, they promised 80% and
-    delivered 69–73% (the test adds the term by chance to one clean leg in five)."""
+    the leg's own F-test finds it, as :func:`counted_spreads` does), how many ``legs`` the case's
+    placement floor pools (:func:`placement_terms`; 0: no floor), and a ``bound`` added to each side
+    (A/A bias, timer rounding). Each power draw estimates and tests the spread from its own rounds,
+    and pools it with those of ``legs`` − 1 other draws for the floor, so the resolvable effect and
+    the rounds for SAME are those of the interval printed: computed with the placement term added
+    only where the true spread lies, they promised 80% and delivered 69–73% (the test adds the term
+    by chance to one clean leg in five); with the floor fixed at the run's value, 73–75%."""
 
     sigma_p: float = 0.0
     placements: int = 0
     bound: float = 0.0
     case_wide: bool = False
+    legs: int = 0
 
     @classmethod
-    def of(cls, sigma_p: float, placements: int, bound: float = 0.0, case_wide: bool = False) -> Widening:
-        return cls(max(sigma_p, 0.0), placements, bound, case_wide)
+    def of(
+        cls, sigma_p: float, placements: int, bound: float = 0.0, case_wide: bool = False, legs: int = 0
+    ) -> Widening:
+        return cls(max(sigma_p, 0.0), placements, bound, case_wide, legs)
 
 
 @dataclass(frozen=True)
@@ -267,8 +272,11 @@ def _modelled_rounds(sigma: float, n: int, widening: Widening, alpha: float) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         p = special.fdtrc(k - 1, n - k, ms_between / ms_within)
     counted = widening.case_wide | (np.nan_to_num(p, nan=1.0) < PLACEMENT_ALPHA)
-    spread = np.sqrt(np.maximum(0.0, (ms_between - ms_within) / sizes.mean()))
-    w = np.where(counted, placement_half_width(1.0, k, alpha) * spread, 0.0)
+    excess = (ms_between - ms_within) / sizes.mean()
+    w = np.where(counted, placement_half_width(1.0, k, alpha) * np.sqrt(np.maximum(0.0, excess)), 0.0)
+    if widening.legs:  # the case's floor: this draw's excess pooled with the next legs − 1 draws' (other legs)
+        pooled = np.mean([np.roll(excess, -i) for i in range(widening.legs)], axis=0)
+        w = np.maximum(w, _floor_half_width(np.sqrt(np.maximum(0.0, pooled)), widening.legs, k, alpha))
     moved = sigma * draws.est + shifts @ sizes / n
     return (
         moved,
@@ -333,26 +341,38 @@ def fewest_rounds(family: int = 1, alpha: float = ALPHA) -> int:
 PLACEMENT_ALPHA = 0.2  # a leg's own between-set spread counts below this F-test p (see placement_spread)
 
 
-def placement_spread(d: Sequence[float], groups: Sequence[int]) -> tuple[float, float]:
-    """(σ_p, p): the SD of d between groups (buffer sets: placements) beyond what the rounds' own
-    noise explains — one-way random effects by the method of moments, sqrt(max(0, (MS_between −
-    MS_within) / m)), m the mean group size — and the one-way ANOVA p that the groups differ.
-    (0, 1) with fewer than two groups or no replicate within a group."""
+class Spread(NamedTuple):
+    """One leg's spread between buffer sets: ``sigma`` (log units, the SD beyond the rounds' noise,
+    0 where the sets differ no more than that), the one-way ANOVA's ``p`` that they differ, and
+    ``excess``, the between-set variance beyond the rounds' noise before it is cut at 0 (what the
+    case's pooled spread averages, so legs without a spread pull the pool down as they should)."""
+
+    sigma: float
+    p: float
+    excess: float = 0.0
+
+
+def placement_spread(d: Sequence[float], groups: Sequence[int]) -> Spread:
+    """The spread of d between groups (buffer sets: placements) beyond what the rounds' own noise
+    explains — one-way random effects by the method of moments, (MS_between − MS_within) / m, m
+    the mean group size — and the one-way ANOVA p that the groups differ. Nothing with fewer than
+    two groups or no replicate within a group."""
     x, g = np.asarray(d, dtype=float), np.asarray(groups)
     parts = [x[g == label] for label in np.unique(g)]
     k, n = len(parts), len(x)
     if k < 2 or n <= k:
-        return 0.0, 1.0
+        return Spread(0.0, 1.0)
     means = np.array([p.mean() for p in parts])
     sizes = np.array([len(p) for p in parts])
     ms_between = float((sizes * (means - x.mean()) ** 2).sum() / (k - 1))
     ms_within = float(sum(((p - m) ** 2).sum() for p, m in zip(parts, means)) / (n - k))
     with np.errstate(divide="ignore", invalid="ignore"):  # no spread within: F is inf (or nan if none at all)
         p = float(special.fdtrc(k - 1, n - k, np.float64(ms_between) / ms_within))  # F's survival function
-    return math.sqrt(max(0.0, (ms_between - ms_within) / sizes.mean())), p if math.isfinite(p) else 1.0
+    excess = (ms_between - ms_within) / float(sizes.mean())
+    return Spread(math.sqrt(max(0.0, excess)), p if math.isfinite(p) else 1.0, excess)
 
 
-def counted_spreads(spreads: dict[str, tuple[float, float]], alpha: float = ALPHA) -> dict[str, float]:
+def counted_spreads(spreads: dict[str, Spread], alpha: float = ALPHA) -> dict[str, float]:
     """Which legs' placement spreads (σ_p, p) are folded into their intervals. All of a case's legs
     where one leg's spread is beyond doubt (Bonferroni over the case's legs at α): buffers that move
     one kernel's time move its neighbours' by amounts four placements cannot test. Otherwise a leg's
@@ -362,13 +382,13 @@ def counted_spreads(spreads: dict[str, tuple[float, float]], alpha: float = ALPH
     clean legs too (the printed resolvable effect was then found 65% of the time). This rule: 91.8–94.5%
     and 92.9% (docs/benchmarks.md, "H200, session 9")."""
     wide = case_wide(spreads, alpha)
-    return {leg: sigma if wide or p < PLACEMENT_ALPHA else 0.0 for leg, (sigma, p) in spreads.items()}
+    return {leg: s.sigma if wide or s.p < PLACEMENT_ALPHA else 0.0 for leg, s in spreads.items()}
 
 
-def case_wide(spreads: dict[str, tuple[float, float]], alpha: float = ALPHA) -> bool:
+def case_wide(spreads: dict[str, Spread], alpha: float = ALPHA) -> bool:
     """Whether some leg's spread (σ_p, p) is beyond doubt (Bonferroni over the case's legs at α), so
     that every leg's spread is counted (:func:`counted_spreads`)."""
-    return bool(spreads) and min(p for _, p in spreads.values()) * len(spreads) < alpha
+    return bool(spreads) and min(s.p for s in spreads.values()) * len(spreads) < alpha
 
 
 def placement_half_width(sigma_p: float, placements: int, alpha: float = ALPHA) -> float:
@@ -376,14 +396,62 @@ def placement_half_width(sigma_p: float, placements: int, alpha: float = ALPHA) 
     return float(t_quantile(1 - alpha / 2, placements - 1) * sigma_p / math.sqrt(placements))
 
 
-def with_placement(effect: Effect, sigma_p: float, placements: int, alpha: float = ALPHA) -> Effect:
-    """The interval widened by the placement part (:func:`placement_half_width`) added in quadrature
-    to each side, so it covers the effect averaged over where buffers may lie, not only over these K."""
-    if sigma_p <= 0 or placements < 2:
+FLOOR_ALPHA_SHARE = 0.1  # the pooled floor is at level 1 − α/10 (99.5% beside the 95% intervals)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a leg's interval carries for where its buffers lay: the spread counted for it
+    (``sigma``, log units: its own or the case's pooled one, whichever gave the wider term) and
+    ``half_width``, what that adds to each side of its interval in quadrature."""
+
+    sigma: float = 0.0
+    half_width: float = 0.0
+
+
+def placement_terms(spreads: dict[Any, Spread], placements: int, alpha: float = ALPHA) -> dict[Any, Placement]:
+    """Each leg's placement term from the case's spreads (:func:`placement_spread`): the larger of
+    its own counted spread's term (:func:`counted_spreads`, t(1−α/2, K−1)) and the case's floor,
+    counted for every leg: the legs' excess variances between sets averaged (L legs, cut at 0) and
+    taken at level 1 − α/10 with t(L·(K−1)).
+
+    Why the floor: a leg's own spread comes from K = 4 set means, 3 degrees of freedom; where those
+    four happen to lie close together its estimate is near 0 (or its F-test misses) while their
+    mean is as far off as ever. With a 1% spread between sets, null legs were then called FASTER or
+    SLOWER 3.7–3.9% of the time in quiet synthetic runs (6.0% in noisy ones); pooled over the
+    case's legs the spread is known well enough to bound, and at 99.5% that rate is 0.1–0.5% (1.1%
+    noisy, where the rounds alone give 2.1%). The legs share
+    the baseline's placements, so the pool has fewer degrees of freedom than L·(K−1) says: at 99%
+    it was 0.9%. On the H200, run k+1's estimate fell inside run k's interval 86% of the time,
+    now 92% (docs/benchmarks.md, "Placement pooled over a case's legs")."""
+    if placements < 2 or not spreads:
+        return {leg: Placement() for leg in spreads}
+    pooled = pooled_spread(spreads)
+    floor = float(_floor_half_width(pooled, len(spreads), placements, alpha))
+    terms = {}
+    for leg, own in counted_spreads(spreads, alpha).items():
+        w = placement_half_width(own, placements, alpha)
+        terms[leg] = Placement(own, w) if w >= floor else Placement(pooled, floor)
+    return terms
+
+
+def _floor_half_width(pooled: Any, legs: int, placements: int, alpha: float) -> Any:
+    """The floor's half-width for a spread pooled over ``legs`` legs: t(1 − α/20, L·(K−1))·σ_pool/√K."""
+    return t_quantile(1 - alpha * FLOOR_ALPHA_SHARE / 2, legs * (placements - 1)) * pooled / math.sqrt(placements)
+
+
+def pooled_spread(spreads: dict[Any, Spread]) -> float:
+    """The case's spread between buffer sets (log units): its legs' excess variances averaged, cut at 0."""
+    return math.sqrt(max(0.0, sum(s.excess for s in spreads.values()) / len(spreads))) if spreads else 0.0
+
+
+def with_placement(effect: Effect, half_width: float) -> Effect:
+    """The interval widened by the placement term (:func:`placement_terms`) added in quadrature to
+    each side, so it covers the effect averaged over where buffers may lie, not only over these K."""
+    if half_width <= 0:
         return effect
-    w = placement_half_width(sigma_p, placements, alpha)
-    low = effect.estimate - math.hypot(effect.estimate - effect.low, w)
-    high = effect.estimate + math.hypot(effect.high - effect.estimate, w)
+    low = effect.estimate - math.hypot(effect.estimate - effect.low, half_width)
+    high = effect.estimate + math.hypot(effect.high - effect.estimate, half_width)
     return Effect(effect.rounds, effect.estimate, low, high, effect.p, effect.p_sign, effect.verdict)
 
 

@@ -88,7 +88,7 @@ def _time_column(rows: pd.DataFrame) -> str:
 
 def best_leg_line(rows: pd.DataFrame, reference: str) -> str | None:
     """The case in one line, as hyperfine and pyperf end theirs: the leg with the largest gain over
-    the reference, its interval and verdict (``all: +226.69% [+225.99, +227.24] (3.27× faster) than
+    the reference, its interval and verdict (``all: +226.69% [+225.54, +227.75] (3.27× faster) than
     baseline, FASTER``); A/A copies are not candidates. None when no leg is compared."""
     copies = rows["roles"].map(lambda roles: Role.AA.value in list(roles)) if "roles" in rows else False
     compared = rows[rows["verdict"].isin([*VERDICTS, "BIASED"]) & ~copies]

@@ -114,20 +114,25 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
         table.notes.append(summary_line(summary))
         if summary.placements and "placement_pct" in rows:
             spread = rows["placement_pct"].fillna(0.0)
-            table.notes.append(placement_line(summary.placements, spread, run.protocol.processes))
+            line = placement_line(summary.placements, spread, run.protocol.processes, summary.pooled_placement_pct)
+            table.notes.append(line)
     return table
 
 
-def placement_line(placements: int, spread: pd.Series, processes: int = 1) -> str:
-    """What the rotation over buffer sets at varied offsets (in several processes) showed for a case's legs."""
+def placement_line(placements: int, spread: pd.Series, processes: int = 1, pooled: float = 0.0) -> str:
+    """What the rotation over buffer sets at varied offsets (in several processes) showed for a
+    case's legs: the spread pooled over them, which every interval carries at 99.5%, and the legs
+    whose own spread is counted beyond it."""
     where = f" in {processes} processes" if processes > 1 else ""
     head = f"placement: {placements} buffer sets at varied offsets{where}; "
+    own = spread > pooled + 1e-12
     if not (spread > 0).any():
-        return head + "no leg's spread between sets is counted (none exceeds its rounds' noise)"
-    return (
-        head + f"{int((spread > 0).sum())} leg(s) vary between sets "
-        f"(largest ±{spread.max():.2f}%): that spread is in their intervals"
-    )
+        return head + "no spread between sets is counted (none exceeds the rounds' noise)"
+    parts = [f"spread pooled over the legs ±{pooled:.2f}%, in every interval"] if pooled > 0 else []
+    if own.any():
+        beyond = "beyond it" if pooled > 0 else "between sets"
+        parts.append(f"{int(own.sum())} leg(s) vary {beyond} (largest ±{spread.max():.2f}%), in their intervals")
+    return head + "; ".join(parts)
 
 
 def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
