@@ -91,3 +91,12 @@ def test_shown_rows_keep_the_run_order_by_default() -> None:
     assert list(shown_rows(rows, View())["leg"]) == ["r", "a", "b"]
     assert list(shown_rows(rows, View(sort="effect"))["leg"]) == ["r", "b", "a"]
     assert list(shown_rows(rows, View(hide_same=True))["leg"]) == ["r", "b"]
+
+
+def test_the_cases_pooled_placement_spread_is_in_the_json_and_the_placement_line() -> None:
+    """The floor every interval of a case carries comes from the spread pooled over its legs: the
+    case's JSON record holds it, and the table's placement line prints the same number."""
+    aa = json.loads(invoke("report", str(TWICE / "mla_end_1"), "--format", "json"))["aa"][0]
+    assert aa["pooled_placement_pct"] > 0
+    line = f"spread pooled over the legs ±{aa['pooled_placement_pct']:.2f}%, in every interval"
+    assert line in invoke("report", str(TWICE / "mla_end_1"), "--format", "md")

@@ -335,6 +335,8 @@ def aa_records(summaries: dict[str, CaseSummary]) -> list[dict[str, Any]]:
             "bias_bound_pct": 100 * (math.exp(s.bias) - 1),
             "noise_floor_pct": s.noise_floor_pct,
             "mde_pct": s.mde_pct,
+            "placement_pct": s.placement_pct,
+            "pooled_placement_pct": s.pooled_placement_pct,
             "rounds": s.rounds,
         }
         for s in summaries.values()
