@@ -187,8 +187,8 @@ def _placed_as_a_run(legs: np.ndarray, k: int) -> S.Effect:
     """The first leg's interval as a run prints it, from its case's legs' rounds (legs × rounds):
     its own spread where its F-test counts it, at least the floor pooled over the legs."""
     sets = np.arange(legs.shape[1]) % k
-    terms = S.placement_terms({i: S.placement_spread(d, sets) for i, d in enumerate(legs)}, k)
-    return S.with_placement(S.estimate(legs[0]), terms[0].half_width)
+    case = S.case_placement({i: S.placement_spread(d, sets) for i, d in enumerate(legs)}, k)
+    return S.with_placement(S.estimate(legs[0]), case.terms[0].half_width)
 
 
 @pytest.mark.parametrize("legs", [2, 6])

@@ -172,22 +172,25 @@ def test_every_leg_carries_at_least_the_cases_pooled_placement_floor() -> None:
     """The floor pools the legs' excess between-set variances (cut at 0 after averaging, so legs
     whose sets differ less than their noise pull it down) at 99.5% with L·(K−1) degrees of
     freedom; a leg whose own counted term is wider keeps its own."""
-    from kprof.analysis.stats import Spread, placement_half_width, placement_terms, t_quantile
+    from kprof.analysis.stats import Spread, case_placement, placement_half_width, t_quantile
 
     k = 4
     quiet = {f"q{i}": Spread(0.0, 0.8, -1e-6) for i in range(3)}
-    assert all(t.half_width == 0 for t in placement_terms(quiet, k).values())
+    assert all(t.half_width == 0 for t in case_placement(quiet, k).terms.values())
     spreads = quiet | {"loud": Spread(0.01, 1e-4, 1e-4)}  # its own F-test counts it (and case-wide)
-    terms = placement_terms(spreads, k)
+    case = case_placement(spreads, k)
+    terms = case.terms
     pooled = (1e-4 - 3e-6) / 4
     floor = t_quantile(1 - 0.0025, 4 * (k - 1)) * pooled**0.5 / k**0.5
     assert terms["q0"].half_width == pytest.approx(floor) and terms["q0"].sigma == pytest.approx(pooled**0.5)
+    assert case.pooled == pytest.approx(pooled**0.5) and case.legs == 4
     # case-wide: the quiet legs' own spreads (0) are counted, so they carry the floor alone
     assert terms["loud"].half_width == pytest.approx(placement_half_width(0.01, k))
     assert terms["loud"].half_width > floor
-    lonely = placement_terms({"x": Spread(0.0, 0.9, 4e-6), "A/A": Spread(0.0, 0.9, 0.0)}, k)
+    lonely = case_placement({"x": Spread(0.0, 0.9, 4e-6), "A/A": Spread(0.0, 0.9, 0.0)}, k).terms
     assert lonely["A/A"].half_width == lonely["x"].half_width > 0  # one floor per case, from x's excess
-    assert placement_terms(spreads, 1)["loud"].half_width == 0  # one placement: nothing to pool
+    alone = case_placement(spreads, 1)  # one placement: nothing to pool
+    assert alone.terms["loud"].half_width == 0 and alone.legs == 0
 
 
 def test_a_rerun_lands_inside_the_rerun_interval() -> None:

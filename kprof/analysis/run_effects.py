@@ -164,14 +164,12 @@ class _CaseTerms:
     threshold: float
     copies: list[str]
     n_placements: int
-    placement: dict[str, S.Placement]
+    placement: S.CasePlacement
     quantum: float | None
     ticks: dict[str, float]
     tick_of: dict[str, float]
     bias: float
     aa_placement: S.Placement
-    pooled_placement: float  # the legs' spread pooled (log units; stats.placement_terms)
-    pooled_legs: int  # how many legs' spreads it pools
     aa: S.Effect | None
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
 
@@ -190,13 +188,13 @@ def _case_terms(
     declared = [leg.name for leg in legs if leg.name in logs.columns]
     compared = [leg for leg in declared if leg != baseline and Role.SPIN not in by_name[leg].roles]
     tested = tested_spreads(d_all[compared], set_of_round)
-    placement = S.placement_terms(tested, n_placements)
+    placement = S.case_placement(tested, n_placements)
     quantum = timer_quantum(samples)
     ticks = tick_bounds(samples, quantum)
     tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
     copies = [name for name in aa_names if name in d_all]
     bias = bias_bound(d_all, copies, tested, n_placements, tick_of)
-    aa_placement = placement.get(aa_leg, S.Placement()) if aa is not None else S.Placement()
+    aa_placement = placement.terms.get(aa_leg, S.Placement()) if aa is not None else S.Placement()
     if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
         aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement.half_width, threshold, tick=tick_of[aa_leg])
     return _CaseTerms(
@@ -213,8 +211,6 @@ def _case_terms(
         tick_of=tick_of,
         bias=bias,
         aa_placement=aa_placement,
-        pooled_placement=S.pooled_spread(tested),
-        pooled_legs=len(tested) if n_placements > 1 else 0,
         aa=aa,
         case_wide=S.case_wide(tested),
     )
@@ -225,7 +221,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     the interval a leg like the A/A prints."""
     n = len(t.d_all)
     bound = t.bias + t.tick_of.get(aa_leg or "", 0.0)
-    widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.pooled_legs)
+    widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.placement.legs)
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     return CaseSummary(
@@ -240,7 +236,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         rounds_for_same=S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None,
         fewest_rounds=S.fewest_rounds(max(swept, 1)),
         placement_pct=100 * (np.exp(t.aa_placement.sigma) - 1),
-        pooled_placement_pct=100 * (np.exp(t.pooled_placement) - 1),
+        pooled_placement_pct=100 * (np.exp(t.placement.pooled) - 1),
         placements=t.n_placements,
         bias=t.bias,
         aa_copies=len(t.copies),
@@ -263,7 +259,7 @@ def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str
         row.update(effect_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan, p=1.0, p_sign=1.0, verdict="MEASURED")
     else:
         own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
-        placement, tick = t.placement[leg.name], t.tick_of[leg.name]
+        placement, tick = t.placement.terms[leg.name], t.tick_of[leg.name]
         eff = placed_effect(t.d_all[leg.name].to_numpy(), placement.half_width, t.threshold, own_bias, tick)
         row.update(
             eff.row(),
@@ -335,7 +331,7 @@ def leg_effects(
 def placed_effect(d: np.ndarray, placement: float, threshold: float, bias: float = 0.0, tick: float = 0.0) -> S.Effect:
     """The one computation of an effect from per-round log differences: Hodges–Lehmann with its
     exact interval, widened by the placement term (``placement``, log units: a half-width from
-    ``stats.placement_terms``), by what the timer's rounding may bias
+    ``stats.case_placement``), by what the timer's rounding may bias
     (``tick``, log units: ``tick_bounds``) and by the case's bias bound (``bias``, log units; 0 where
     the A/A holds 0), and its verdict — BIASED where the A/A bound alone turns a FASTER or SLOWER
     into something else. The leg table, attribution and sweeps all call it, so one comparison
@@ -365,10 +361,10 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
 def placement_terms(
     d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None
 ) -> dict[Any, S.Placement]:
-    """Each leg's (or quantity's) placement term as folded into its interval (``stats.placement_terms``);
+    """Each leg's (or quantity's) placement term as folded into its interval (``stats.case_placement``);
     none for each when the rounds did not rotate placements."""
     placements = len(np.unique(set_of_round)) if set_of_round is not None else 0
-    return S.placement_terms(tested_spreads(d, set_of_round), placements)
+    return S.case_placement(tested_spreads(d, set_of_round), placements).terms
 
 
 def tested_spreads(d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None) -> dict[Any, S.Spread]:
@@ -425,13 +421,13 @@ def bias_bound(
     the gate once tested the raw interval, and a row printed [−0.07, +0.26] SAME while its case was
     gated.
     ``spreads`` holds every compared leg's (σ_p, p): the copies' placement terms are the case's
-    (``stats.placement_terms``), at the copies' level.
+    (``stats.case_placement``), at the copies' level.
 
     Why a bound and not a veto: an A/A discrepancy is evidence of a bias of about its size. The veto
     (every leg BIASED) silenced a +226% effect over a 0.008-point A/A in one H200 run of four, and, on
     synthetic runs, a true +200% effect in 2.4–5.7% of clean runs; the bound quotes them."""
     alpha = S.ALPHA / max(len(copies), 1)
-    terms = S.placement_terms(spreads or {}, placements, alpha)
+    terms = S.case_placement(spreads or {}, placements, alpha).terms
     bound = 0.0
     for name in copies:
         effect = S.estimate(d[name].to_numpy(), alpha)

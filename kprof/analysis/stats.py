@@ -165,7 +165,7 @@ class Widening:
     between its ``placements`` buffer sets taken as true (``sigma_p``, log units; the A/A's), whether
     the case counts every leg's spread (``case_wide``: the term is then always added, else only where
     the leg's own F-test finds it, as :func:`counted_spreads` does), how many ``legs`` the case's
-    placement floor pools (:func:`placement_terms`; 0: no floor), and a ``bound`` added to each side
+    placement floor pools (:func:`case_placement`; 0: no floor), and a ``bound`` added to each side
     (A/A bias, timer rounding). Each power draw estimates and tests the spread from its own rounds,
     and pools it with those of ``legs`` − 1 other draws for the floor, so the resolvable effect and
     the rounds for SAME are those of the interval printed: computed with the placement term added
@@ -409,7 +409,17 @@ class Placement:
     half_width: float = 0.0
 
 
-def placement_terms(spreads: dict[Any, Spread], placements: int, alpha: float = ALPHA) -> dict[Any, Placement]:
+@dataclass(frozen=True)
+class CasePlacement:
+    """A case's placement terms: each leg's (``terms``), the spread pooled over its legs (``pooled``,
+    log units) and how many legs the floor pools (``legs``; 0: no floor, fewer than two placements)."""
+
+    terms: dict[Any, Placement]
+    pooled: float = 0.0
+    legs: int = 0
+
+
+def case_placement(spreads: dict[Any, Spread], placements: int, alpha: float = ALPHA) -> CasePlacement:
     """Each leg's placement term from the case's spreads (:func:`placement_spread`): the larger of
     its own counted spread's term (:func:`counted_spreads`, t(1−α/2, K−1)) and the case's floor,
     counted for every leg: the legs' excess variances between sets averaged (L legs, cut at 0) and
@@ -425,14 +435,14 @@ def placement_terms(spreads: dict[Any, Spread], placements: int, alpha: float = 
     it was 0.9%. On the H200, run k+1's estimate fell inside run k's interval 86% of the time,
     now 92% (docs/benchmarks.md, "Placement pooled over a case's legs")."""
     if placements < 2 or not spreads:
-        return {leg: Placement() for leg in spreads}
+        return CasePlacement({leg: Placement() for leg in spreads})
     pooled = pooled_spread(spreads)
     floor = float(_floor_half_width(pooled, len(spreads), placements, alpha))
     terms = {}
     for leg, own in counted_spreads(spreads, alpha).items():
         w = placement_half_width(own, placements, alpha)
         terms[leg] = Placement(own, w) if w >= floor else Placement(pooled, floor)
-    return terms
+    return CasePlacement(terms, pooled, len(spreads))
 
 
 def _floor_half_width(pooled: Any, legs: int, placements: int, alpha: float) -> Any:
@@ -446,7 +456,7 @@ def pooled_spread(spreads: dict[Any, Spread]) -> float:
 
 
 def with_placement(effect: Effect, half_width: float) -> Effect:
-    """The interval widened by the placement term (:func:`placement_terms`) added in quadrature to
+    """The interval widened by the placement term (:func:`case_placement`) added in quadrature to
     each side, so it covers the effect averaged over where buffers may lie, not only over these K."""
     if half_width <= 0:
         return effect
