@@ -28,7 +28,7 @@ def _commits(n: int = N) -> tuple[Commit, list[Commit]]:
     return Commit("0" * 40, "base"), [Commit(f"{i:040x}", f"commit {i}") for i in range(1, n + 1)]
 
 
-def _timer(effects: dict[int, float], seed: int, noise: float = 0.003):
+def _timer(effects: dict[int, float], seed: int, noise: float = 0.003, rounds: int = 10):
     """time_revisions for run_bisect: a synthetic run whose revision ri has ln t = Σ effects of
     commits ≤ i, with shared round drift and noise; the first revision is the baseline."""
 
@@ -41,7 +41,7 @@ def _timer(effects: dict[int, float], seed: int, noise: float = 0.003):
         legs.append(Leg("aa", roles=frozenset({Role.AA}), replica=1))
         level = {leg.name: offset + sum(e for c, e in effects.items() if c <= i) for leg, i in zip(legs, index)}
         level["aa"] = level[legs[0].name]
-        return write_run(folder, legs, lambda leg, case: level[leg.name], rounds=10, noise=noise, seed=seed)
+        return write_run(folder, legs, lambda leg, case: level[leg.name], rounds=rounds, noise=noise, seed=seed)
 
     return time_revisions
 
@@ -52,7 +52,7 @@ def test_two_gpus_search_with_twice_the_segments_each_formed_on_one_gpu(tmp_path
     the probes, and the search finds the commit in fewer steps."""
     base, commits = _commits()
     timed: list[tuple[int | None, list[int]]] = []
-    inner = _timer({11: math.log(1.05)}, seed=1)
+    inner = _timer({11: math.log(1.05)}, seed=1, rounds=12)  # 16 segments a step: 10 rounds cannot resolve
 
     def time_revisions(shas: list[str], folder: Path, gpu: int | None):
         timed.append((gpu, [int(s, 16) for s in shas]))
@@ -65,7 +65,8 @@ def test_two_gpus_search_with_twice_the_segments_each_formed_on_one_gpu(tmp_path
     assert abs(result.steps[0].total.effect_pct - (100 / 1.05 - 100)) < 0.5  # no 7% where shares meet
     assert {s.gpu for s in result.steps[0].segments} == {0, 1}
     assert (tmp_path / "step-1" / "gpu-0" / "meta.json").is_file() and (tmp_path / "step-1" / "gpu-1").is_dir()
-    assert result.alpha_per_interval == pytest.approx(0.05 / (2 * 8))
+    # 2 steps at most per change, 3 changes, 8 segments a step
+    assert result.alpha_per_interval == pytest.approx(0.05 / (3 * 2 * 8))
 
 
 def test_probes_split_the_span_evenly() -> None:
@@ -80,6 +81,40 @@ def test_finds_the_bad_commit(tmp_path: Path) -> None:
     assert result.verdict == "FOUND" and result.culprits == [11]
     assert [(s.lo, s.hi) for s in result.steps] == [(0, 16), (8, 12)]
     assert all(s.total.resolved for s in result.steps)
+
+
+def test_every_change_of_a_history_is_found(tmp_path: Path) -> None:
+    """Two changes in one range (a gain at commit 3, another at 12): each resolved segment is
+    followed to its commit, where the search once stopped at the first split with SPREAD."""
+    base, commits = _commits()
+    result = run_bisect(base, commits, "c", 0.5, _timer({3: math.log(1.05), 12: math.log(1.04)}, seed=2), tmp_path)
+    assert result.verdict == "FOUND" and result.culprits == [3, 12]
+    assert [(c.hi, c.verdict) for c in result.changes] == [(3, "FOUND"), (12, "FOUND")]
+    first, second = result.changes
+    assert first.ci_low_pct <= 100 * (1 / 1.05 - 1) <= first.ci_high_pct  # each with its own interval
+    assert second.ci_low_pct <= 100 * (1 / 1.04 - 1) <= second.ci_high_pct
+    assert [(s.lo, s.hi) for s in result.steps] == [(0, 16), (0, 4), (8, 12)]
+
+
+def test_a_regression_and_its_fix_are_both_found(tmp_path: Path) -> None:
+    """A regression at commit 3 and a fix at commit 10 cancel in the total: the segments on either
+    side are followed all the same, each to its commit, with opposite signs."""
+    base, commits = _commits()
+    timer = _timer({3: math.log(1.06), 10: -math.log(1.06)}, seed=3)
+    result = run_bisect(base, commits, "c", 0.5, timer, tmp_path)
+    assert result.culprits == [3, 10] and result.verdict == "FOUND"
+    assert result.changes[0].effect_pct < 0 < result.changes[1].effect_pct  # slower, then faster again
+    assert not result.steps[0].total.resolved
+
+
+def test_an_effect_spread_over_many_commits_is_spread(tmp_path: Path) -> None:
+    """Every commit 0.2% slower: each quarter of the range resolves, no single commit does (each is
+    under the 0.5% threshold), so each quarter is SPREAD — never a commit named alone."""
+    base, commits = _commits()
+    timer = _timer({i: math.log(1.002) for i in range(1, N + 1)}, seed=5, noise=0.0005, rounds=12)
+    result = run_bisect(base, commits, "c", 0.5, timer, tmp_path)
+    assert result.verdict == "SPREAD" and {c.verdict for c in result.changes} == {"SPREAD"}
+    assert all(c.hi - c.lo > 1 for c in result.changes)
 
 
 @pytest.mark.slow  # a simulation of many searches (20 s)
@@ -186,7 +221,7 @@ def test_a_broken_revision_where_two_gpus_meet_is_planned_again(tmp_path: Path) 
     """Revision 8 ends GPU 0's share and starts GPU 1's: without it the chain of differences has a
     gap, so the step is timed again with other probes (its folder kept, renamed)."""
     base, commits = _commits()
-    timer = _broken(_timer({11: math.log(1.05)}, seed=4), {8: "broken"})
+    timer = _broken(_timer({11: math.log(1.05)}, seed=4, rounds=12), {8: "broken"})
     result = run_bisect(base, commits, "c", 0.5, lambda s, f, g: timer(s, f, g), tmp_path, gpus=[0, 1])
     assert result.verdict == "FOUND" and result.culprits == [11] and result.skipped == {8: "broken"}
     assert (tmp_path / "step-1-redone-1").is_dir() and 8 not in result.steps[0].probes

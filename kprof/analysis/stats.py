@@ -328,6 +328,27 @@ def rounds_for_same(
     return high
 
 
+def rounds_to_resolve(
+    sigma: float, effect: float, alpha: float = ALPHA, threshold: float = 0.0, power: float = 0.8
+) -> int | None:
+    """Fewest rounds at which a true shift of ``effect`` (log units) is called FASTER or SLOWER with
+    probability ``power`` (``minimum_detectable_effect`` at most the effect); None when no number of
+    rounds up to EXACT_POWER_ROUNDS does."""
+    if not math.isfinite(sigma) or effect <= 0:
+        return None
+
+    def enough(rounds: int) -> bool:
+        return minimum_detectable_effect(sigma, rounds, threshold, alpha, power) <= effect
+
+    low, high = fewest_rounds(), EXACT_POWER_ROUNDS
+    if not enough(high):
+        return None
+    while low < high:  # the detectable effect shrinks with rounds: a bisection finds the fewest
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return high
+
+
 def fewest_rounds(family: int = 1, alpha: float = ALPHA) -> int:
     """Fewest rounds at which the exact signed-rank test can reach a verdict for one comparison
     among ``family`` controlled by Benjamini–Hochberg: its smallest p, 2/2^R, must be ≤ α/family

@@ -15,7 +15,7 @@ from kprof.engine.parent import execute
 from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError, RunIncomplete
-from kprof.events import Event
+from kprof.events import Event, Note
 from kprof.run_model import BenchmarkRecord, Run
 from kprof.store.run_folder import RunFolder
 
@@ -107,6 +107,7 @@ def bisect_revisions(
         pick_case=headline_case if program else None,
         paths=list(req.paths),
         left_out=commit_records(span.left_out),
+        on_plan=lambda text: on_event(Note(text=text)),
     )
 
 

@@ -47,14 +47,8 @@ def bisect_document(b: Bisect) -> Document:
         segs = "; ".join(f"{_span(b, s.lo, s.hi)}: {_cell(s).text}" for s in step.segments)
         t.add(str(i), _span(b, step.lo, step.hi), str(step.rounds), _cell(step.total), segs)
     doc.table(t)
-    if b.culprits:
-        found = Table(
-            "the commit(s) behind the change", [Column("commit", "left"), Column("subject", "left", is_name=True)]
-        )
-        for c in b.culprits:
-            commit = b.commits[c - 1]
-            found.add(commit["sha"][:7], cut_words(commit.get("subject", ""), 90))
-        doc.table(found)
+    if b.changes:
+        doc.table(changes_table(b))
     if b.skipped:
         skipped = Table(
             "revisions that could not be timed (skipped, as git bisect skip does)",
@@ -68,15 +62,50 @@ def bisect_document(b: Bisect) -> Document:
         doc.text(
             paths_line(b.paths, len(b.commits), b.left_out, "each counts in the segment of the next commit bisected")
         )
-    line = f"verdict: {b.verdict}"
-    if b.verdict == "RANGE":
-        line += " (the change is in these commits; the revisions between them could not be timed)"
-    if b.rounds_needed:
-        line += f"; rounds at which an unchanged step reads SAME 80% of the time at this noise: {b.rounds_needed}"
-    doc.text(line, "bold")
+    doc.text(verdict_line(b), "bold")
     doc.data = asdict(b)
     doc.records = segment_rows(b)
     return doc
+
+
+MEANS = {
+    "FOUND": "one commit",
+    "RANGE": "in these commits: the revisions between them could not be timed",
+    "SPREAD": "over these commits: their span changed, no single segment of it did",
+    "UNRESOLVED": "seen in an earlier step, not resolved when its span was timed on its own",
+    "NOT FOLLOWED": "the search's steps (its error budget) were spent before this span was searched",
+}
+
+
+def changes_table(b: Bisect) -> Table:
+    """Every change the search followed, oldest first: its commits, effect and how far it got."""
+    t = Table(
+        f"the commits behind each change ({len(b.changes)} found)",
+        [Column("commits", "left"), Column("subject", "left", is_name=True), Column("effect [CI]")]
+        + [Column("verdict", "left")],
+    )
+    for c in b.changes:
+        first = b.commits[c.lo]
+        subject = cut_words(first.get("subject", ""), 60) if c.hi - c.lo == 1 else MEANS[c.verdict]
+        effect = f"{c.effect_pct:+.2f}% [{c.ci_low_pct:+.2f}, {c.ci_high_pct:+.2f}]"
+        verdict = c.verdict + (f" (needs ~{c.rounds_needed} rounds)" if c.rounds_needed else "")
+        t.add(_span(b, c.lo, c.hi), subject, effect, verdict_cell(verdict, "SLOWER" if c.verdict == "FOUND" else ""))
+    return t
+
+
+def verdict_line(b: Bisect) -> str:
+    """The search's overall verdict, and the rounds that would settle what it left open."""
+    line = f"verdict: {b.verdict}"
+    if len(b.changes) > 1:
+        line += f" ({len(b.changes)} changes: {', '.join(c.verdict for c in b.changes)})"
+    elif b.verdict in MEANS and b.verdict != "FOUND":
+        line += f" ({MEANS[b.verdict]})"
+    if b.verdict == "UNRESOLVED":
+        if b.rounds_needed:
+            line += f"; about {b.rounds_needed} rounds would settle it at this noise (--rounds)"
+        else:
+            line += "; more than 64 rounds would be needed at this noise: quiet the machine or raise --threshold"
+    return line
 
 
 def segment_rows(b: Bisect) -> pd.DataFrame:

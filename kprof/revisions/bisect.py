@@ -1,23 +1,25 @@
-"""Statistical bisect over a git range: where in A..B did the time change?
+"""Statistical bisect over a git range: where in A..B did the time change — at every commit it did?
 
 Revisions r0 = A, r1 … rn (ri = the tree after commit i). Each step times a few evenly spaced
-revisions of the current span [lo, hi] (and the A/A leg) in interleaved rounds, one process per
-revision, exactly as any revision run; per round, the log-time difference between neighbouring
-probes is the effect of that segment's commits. The step moves into the one segment whose interval
-excludes 0, lies on the side of the span's total effect and reaches the practical threshold; it
-stops with a single commit, or with the segments that share the effect, or UNRESOLVED (no segment
-resolved) with the rounds that would be needed.
+revisions of one span [lo, hi] (and the A/A leg) in interleaved rounds, one process per revision,
+exactly as any revision run; per round, the log-time difference between neighbouring probes is the
+effect of that segment's commits. A history can hold several changes (a gain, then a fix a commit
+later, or a regression and its revert), so every segment whose interval excludes 0 and reaches the
+practical threshold is followed, in either direction, until each change is one commit (FOUND), a
+run of commits that could not be timed (RANGE), or truly spread: a span whose total resolves while
+none of its segments does (SPREAD). A span that no longer resolves when timed on its own is
+UNRESOLVED, with the rounds that would resolve the effect seen.
 
 A revision that cannot be timed (its tree does not build, its code does not import, or it fails the
 correctness gate) is skipped as ``git bisect skip`` does: segments are formed between the
 neighbouring revisions that were timed, the next step probes around it, and when only such
-revisions are left inside the segment the change was found in, the verdict is RANGE: the change is
-in those commits, and the report names the ones that could not be judged.
+revisions are left inside a span, the verdict is RANGE.
 
-Error control: every interval of every step is at level 1 − α/(S·k), S the most steps the search
-can take and k the segments per step (Bonferroni): the chance that any interval of the whole search
-misses its true effect is at most α = 0.05, so the path is wrong with at most that probability when
-each step's probes come from the same process protocol.
+Error control: every interval of every step is at level 1 − α/(C·S·k): S the most steps the search
+of one change can take, k the segments per step and C the most changes one search follows
+(MAX_CHANGES; the search takes at most C·S steps, and a span left over when they are spent is NOT
+FOLLOWED). So by Bonferroni the chance that any interval of the whole search misses its true effect
+is at most α = 0.05.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import per_round_logs, round_statistics
-from kprof.bisect_model import Bisect, Segment, Step
+from kprof.bisect_model import Bisect, Change, Segment, Step
 from kprof.errors import KprofInputError
 from kprof.revisions.git import Commit
 from kprof.run_model import Role
@@ -42,17 +44,23 @@ from kprof.store.run_folder import RunFolder
 
 ALPHA = 0.05
 FANOUT = 4  # segments per step
+MAX_CHANGES = 3  # the most separate changes one search follows, each to its commit
 
 
 def max_steps(n: int, fanout: int = FANOUT) -> int:
     return max(1, math.ceil(math.log(max(n, 2), fanout)))
 
 
+def step_budget(n: int, gpus: int = 1) -> int:
+    """The most steps a search over ``n`` commits takes: each change it follows takes at most
+    max_steps (the first step is shared), and it follows at most MAX_CHANGES (or n) of them."""
+    return min(MAX_CHANGES, n) * max_steps(n, FANOUT * gpus)
+
+
 def interval_alpha(n: int, gpus: int = 1) -> float:
     """The level of every interval of a search over ``n`` commits with ``gpus`` shares per step
     (Bonferroni over the most steps and the segments per step)."""
-    fanout = FANOUT * gpus
-    return ALPHA / (max_steps(n, fanout) * fanout)
+    return ALPHA / (step_budget(n, gpus) * FANOUT * gpus)
 
 
 def probes(lo: int, hi: int, fanout: int = FANOUT, skipped: Collection[int] = ()) -> list[int]:
@@ -69,13 +77,12 @@ def probes(lo: int, hi: int, fanout: int = FANOUT, skipped: Collection[int] = ()
     return [lo, *sorted(chosen), hi]
 
 
-def _segment(
-    d: np.ndarray, lo: int, hi: int, alpha: float, threshold: float, sign: float, gpu: int | None = None
-) -> Segment:
+def _segment(d: np.ndarray, lo: int, hi: int, alpha: float, threshold: float, gpu: int | None = None) -> Segment:
+    """A segment's effect; resolved where its interval excludes 0 and its estimate reaches the
+    threshold, in either direction (a history may hold a gain and a regression)."""
     est = S.estimate(d, alpha)
     excludes = est.low > 0 or est.high < 0
-    same_side = sign == 0 or np.sign(est.estimate) == sign
-    resolved = bool(excludes and same_side and abs(est.estimate) >= threshold)
+    resolved = bool(excludes and abs(est.estimate) >= threshold)
     return Segment(lo, hi, est.effect_pct, est.ci_low_pct, est.ci_high_pct, resolved, gpu)
 
 
@@ -157,12 +164,11 @@ def judge_step(
         raise StepBroken(skipped)
     rounds = min(len(t.logs) for t in timed)
     total_d = np.sum([(t.logs[t.legs[-1]] - t.logs[t.legs[0]]).to_numpy()[:rounds] for t in timed], axis=0)
-    total = _segment(total_d, lo, hi, alpha, threshold, 0.0)
-    sign = float(np.sign(S.estimate(total_d, alpha).estimate))
+    total = _segment(total_d, lo, hi, alpha, threshold)
     segments, aa_pct = [], None
     for share, t in zip(shares, timed):
         segments += [
-            _segment((t.logs[b] - t.logs[a]).to_numpy(), p, q, alpha, threshold, sign, share.gpu)
+            _segment((t.logs[b] - t.logs[a]).to_numpy(), p, q, alpha, threshold, share.gpu)
             for (a, b), (p, q) in zip(zip(t.legs, t.legs[1:]), zip(t.points, t.points[1:]))
         ]
         if t.aa is not None and t.aa in t.logs:
@@ -205,71 +211,105 @@ def run_bisect(
     pick_case: Callable[[RunFolder], str] | None = None,
     paths: Sequence[str] = (),
     left_out: Sequence[dict[str, Any]] = (),
+    on_plan: Callable[[str], None] = lambda text: None,
 ) -> Bisect:
     """``time_revisions(shas, folder, gpu)`` times those revisions (the first as baseline) on one
-    GPU and returns the run folder; this function decides where to look next. With several GPUs a
-    step has FANOUT segments per GPU, its probes split in contiguous shares timed at once, one share
-    per GPU: the same error control over more segments, fewer steps. ``case`` is the case followed
-    (None: ``pick_case`` names it from the first step's folder, e.g. a whole program's per-step
-    busy time when its trace has steps)."""
+    GPU and returns the run folder; this function decides where to look next: every span whose
+    segments resolve is followed, oldest first. With several GPUs a step has FANOUT segments per
+    GPU, its probes split in contiguous shares timed at once, one share per GPU: the same error
+    control over more segments, fewer steps. ``case`` is the case followed (None: ``pick_case``
+    names it from the first step's folder, e.g. a whole program's per-step busy time when its trace
+    has steps). ``on_plan`` is told what each step is about to time."""
     n = len(commits)
     shas = [base.sha, *(c.sha for c in commits)]
     fanout = FANOUT * len(gpus)
     alpha = interval_alpha(n, len(gpus))
     result = Bisect(base.record(), [c.record() for c in commits], case or "", alpha)
     result.paths, result.left_out = list(paths), list(left_out)
-    lo, hi = 0, n
-    while True:
-        points = probes(lo, hi, fanout, result.skipped)
-        if len(points) == 2 and hi - lo > 1:  # only untimeable revisions inside: as far as it goes
-            result.verdict = "RANGE"
-            result.name_culprits(list(range(lo + 1, hi + 1)))
-            break
+    pending: list[Pending] = [Pending(0, n, None)]
+    budget = step_budget(n, len(gpus))
+    while pending:
+        span = pending.pop(0)
+        points = probes(span.lo, span.hi, fanout, result.skipped)
+        if len(points) == 2 and span.hi - span.lo > 1:  # only untimeable revisions inside: as far as it goes
+            result.add_change(_change(span, "RANGE"))
+            continue
+        if len(result.steps) >= budget:
+            result.add_change(_change(span, "NOT FOLLOWED"))
+            continue
         placed = list(zip(split_probes(points, len(gpus)), gpus))
         where = bisect_step(root, len(result.steps) + 1)
+        on_plan(
+            f"bisect step {len(result.steps) + 1}: {_commits_text(span.lo, span.hi)}, "
+            f"{len(points)} revisions timed ({len(pending)} more span(s) waiting)"
+        )
         shares = _time_shares(time_revisions, shas, placed, where)
         if not result.case:
             result.case = pick_case(shares[0].folder) if pick_case else shares[0].folder.read_run().cases[0].name
         try:
-            step = judge_step(shares, lo, hi, alpha, threshold_pct, result.case)
+            step = judge_step(shares, span.lo, span.hi, alpha, threshold_pct, result.case)
         except StepBroken as broken:
-            _refuse_ends(broken.skipped, lo, hi, shas)
+            _refuse_ends(broken.skipped, span.lo, span.hi, shas)
             result.skipped.update(broken.skipped)
             _set_aside(where)
+            pending.insert(0, span)
             continue
         result.skipped.update(step.skipped)
         result.steps.append(step)
         on_step(step)
+        pending[:0] = _follow(result, span, step, shares[0].folder, threshold_pct, alpha)
         result.save(root)
-        span = _next_span(result, step, shares[0].folder, threshold_pct, alpha)
-        if span is None:
-            break
-        lo, hi = span
+    result.conclude(_same(result.steps[0], threshold_pct) if result.steps else False)
     result.save(root)
     return result
 
 
-def _next_span(
-    result: Bisect, step: Step, folder: RunFolder, threshold_pct: float, alpha: float
-) -> tuple[int, int] | None:
-    """Where the search goes after a step: the one segment that resolved, or None with the verdict
-    set (no change, a change spread over segments, one commit found, or too few rounds to tell)."""
-    if not step.total.resolved:
-        result.verdict = "NO CHANGE" if len(result.steps) == 1 and _same(step, threshold_pct) else "UNRESOLVED"
-        result.rounds_needed = _rounds_needed(folder, threshold_pct, result.case, alpha)
-        return None
+@dataclass
+class Pending:
+    """A span still to search, and the segment of an earlier step that sent the search there
+    (None for the whole range)."""
+
+    lo: int
+    hi: int
+    seen: Segment | None
+
+
+def _commits_text(lo: int, hi: int) -> str:
+    return f"commit {hi}" if hi - lo == 1 else f"commits {lo + 1}–{hi}"
+
+
+def _change(span: Pending, verdict: str, segment: Segment | None = None, rounds_needed: int | None = None) -> Change:
+    seen = segment or span.seen
+    assert seen is not None
+    return Change(span.lo, span.hi, verdict, seen.effect_pct, seen.ci_low_pct, seen.ci_high_pct, rounds_needed)
+
+
+def _follow(
+    result: Bisect, span: Pending, step: Step, folder: RunFolder, threshold_pct: float, alpha: float
+) -> list[Pending]:
+    """What a step found: a change for each resolved segment of one commit, a span to search for
+    each longer one (oldest first); with no segment resolved, the span is SPREAD when its own total
+    resolves, else UNRESOLVED (a span entered on an earlier step's evidence) or, for the whole
+    range, nothing to report (NO CHANGE or UNRESOLVED, said by ``Bisect.conclude``)."""
     hits = [s for s in step.segments if s.resolved]
-    if len(hits) != 1:
-        result.verdict = "SPREAD" if hits else "UNRESOLVED"
-        result.name_culprits([c for s in hits for c in range(s.lo + 1, s.hi + 1)])
-        if not hits:
+    if not hits:
+        if step.total.resolved:
+            result.add_change(_change(span, "SPREAD", step.total))
+        elif span.seen is not None:
+            sigma, seen = _aa_sigma(folder, result.case), abs(math.log1p(span.seen.effect_pct / 100))
+            threshold = S.pct_threshold_to_log(threshold_pct)
+            need = S.rounds_to_resolve(sigma, seen, alpha, threshold) if sigma else None
+            result.add_change(_change(span, "UNRESOLVED", rounds_needed=need))
+        else:
             result.rounds_needed = _rounds_needed(folder, threshold_pct, result.case, alpha)
-        return None
-    if hits[0].hi - hits[0].lo == 1:
-        result.verdict = "FOUND"
-        result.name_culprits([hits[0].hi])
-        return None
-    return hits[0].lo, hits[0].hi
+        return []
+    following = []
+    for segment in hits:
+        if segment.hi - segment.lo == 1:
+            result.add_change(_change(Pending(segment.lo, segment.hi, segment), "FOUND"))
+        else:
+            following.append(Pending(segment.lo, segment.hi, segment))
+    return following
 
 
 def _refuse_ends(skipped: dict[int, str], lo: int, hi: int, shas: list[str]) -> None:
@@ -296,12 +336,15 @@ def _same(step: Step, threshold_pct: float) -> bool:
 def _rounds_needed(folder: RunFolder, threshold_pct: float, case: str, alpha: float) -> int | None:
     """Rounds at which an unchanged step would read SAME (its interval inside the threshold) 80% of
     the time at this A/A noise, at the search's own interval level; None beyond 64 rounds."""
+    sigma = _aa_sigma(folder, case)
+    return S.rounds_for_same(sigma, S.pct_threshold_to_log(threshold_pct), alpha) if sigma else None
+
+
+def _aa_sigma(folder: RunFolder, case: str) -> float | None:
+    """The rounds' noise (log units) as the step's A/A shows it; None without an A/A."""
     run = folder.read_run()
     logs = per_round_logs(round_statistics(folder.read("samples")), case).dropna(how="any")
     aa = next((leg.name for leg in run.legs if leg.has(Role.AA)), None)
-    if aa is None or aa not in logs:
+    if aa is None or aa not in logs or run.baseline.name not in logs:
         return None
-    if run.baseline.name not in logs:
-        return None
-    sigma = S.noise_sigma((logs[aa] - logs[run.baseline.name]).to_numpy())
-    return S.rounds_for_same(sigma, S.pct_threshold_to_log(threshold_pct), alpha)
+    return S.noise_sigma((logs[aa] - logs[run.baseline.name]).to_numpy())
