@@ -105,7 +105,7 @@ METAVARS = {
     "--processes": "N",
     "--aa-copies": "N",
     "--timer": "auto|events|kernel-time",
-    "--captures": "per-round|once",
+    "--captures": "per-round|once|none",
     "--gpus": "all|N|0,1,…",
     "--ray": "auto|ADDRESS",
     "--collector": "events|torch|nsys|rocprofv3",

@@ -19,6 +19,7 @@ from kprof.engine.planting import LADDER_ROUNDS, cycles_for, ladder, ladder_fit,
 from kprof.engine.request import RunRequest, create_run
 from kprof.engine.rounds import capture_order
 from kprof.engine.worker import run_case
+from kprof.errors import KprofInputError
 from kprof.report.run_report import spin_ladder_note
 from kprof.run_model import Run
 from kprof.timer import Item
@@ -37,7 +38,7 @@ class RecordingTimer(HostTimer):
 @pytest.mark.parametrize("captures", ["per-round", "once"])
 def test_each_round_recaptures_its_items_in_a_seeded_order(tmp_path: Path, monkeypatch, captures: str) -> None:
     RecordingTimer.calls = []
-    monkeypatch.setattr(context_module, "make_timer", lambda device: RecordingTimer())
+    monkeypatch.setattr(context_module, "make_timer", lambda device, graphs=True: RecordingTimer())
     req = RunRequest(workload="copy", preset="smoke", rounds=6, samples=1, device="cpu", aa_copies=2, captures=captures)
     folder = create_run(tmp_path / "run", req)
     run_case(folder.root, 0, set())
@@ -128,3 +129,39 @@ def test_the_report_says_when_graphs_were_captured_once(tmp_path: Path) -> None:
     assert "captured once" in header(replace(on_gpu, protocol=once))
     assert "captured once" not in header(on_gpu)  # per-round, the default
     assert "captured once" not in header(replace(run, protocol=once))  # nothing is captured on a CPU
+
+
+def _synced_call() -> None:
+    raise RuntimeError(
+        "CUDA error: operation not permitted when stream is capturing\n"
+        "Compile with TORCH_USE_CUDA_DSA to enable device-side assertions."
+    )
+
+
+def test_a_capture_that_fails_on_a_host_sync_is_said_in_one_line() -> None:
+    """torch raises the sync's error inside the capture and another as the capture ends: the line
+    names the user's call that synced (not torch's or kprof's frames) and the two ways out."""
+    from kprof.timer.cuda import capture_refusal
+
+    try:
+        try:
+            _synced_call()
+        except RuntimeError:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture") from None
+    except RuntimeError as e:
+        line = capture_refusal(e)
+    assert line is not None and "\n" not in line
+    assert line.startswith("cannot be captured in a CUDA graph: the call synchronises with the host (")
+    assert "test_captures.py" in line and "_synced_call" not in line.split("(", 1)[0]
+    assert "--captures none" in line
+    assert capture_refusal(RuntimeError("CUDA out of memory")) is None  # any other error is not this one
+
+
+def test_eager_calls_are_a_capture_mode(tmp_path: Path) -> None:
+    """--captures none: the timer calls each leg instead of replaying a graph (CPU: the option is
+    checked and recorded; the GPU test times it)."""
+    from kprof.engine.options import RunRequest, check_options
+
+    check_options(RunRequest(workload="paged_decode", captures="none"))
+    with pytest.raises(KprofInputError, match="--captures: must be one of per-round, once, none"):
+        check_options(RunRequest(workload="paged_decode", captures="never"))

@@ -237,3 +237,60 @@ def test_planted_spins_add_what_they_were_asked_for() -> None:
     times = timer.time_round(["zero", "planted"] * 5, 40)
     delta = float(np.mean(times["planted"]) - np.mean(times["zero"]))
     assert 400 < delta < 600
+
+
+SYNCING_WORKLOAD = '''
+import torch
+from kprof.workload import Case, Workload
+
+
+class Syncing(Workload):
+    name = "syncing"
+    presets = {"pr": (Case("n", {"n": 1 << 20}),), "smoke": (Case("n", {"n": 1 << 10}),)}
+
+    def setup(self, case, device, dtype, seed):
+        x = torch.randn(case.params["n"], device=device, dtype=getattr(torch, dtype))
+        return {"x": x, "y": torch.empty_like(x)}
+
+    def launch(self, state, features, params):
+        x, y = state["x"], state["y"]
+
+        def run():
+            scale = float((x.abs().sum() > 0).item()) + 1.0  # a host sync, as a public API's .item()
+            torch.mul(x, scale, out=y)
+
+        return run
+
+    def outputs(self, state):
+        return {"y": state["y"]}
+
+    def reference(self, state):
+        return {"y": state["x"].double() * 2.0}
+
+
+WORKLOAD = Syncing()
+'''
+
+
+def test_a_host_syncing_launch_is_refused_in_one_line_and_timed_eagerly(tmp_path) -> None:
+    """Graph capture of a call that runs .item(): one line naming the call and the ways out; with
+    --captures none the same workload is timed, labelled eager."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kprof.cli import app
+
+    bench = tmp_path / "syncing.py"
+    bench.write_text(SYNCING_WORKLOAD)
+    runner = CliRunner()
+    args = ["run", str(bench), "--design", "endpoints", "--rounds", "6", "--format", "json"]
+    graphs = runner.invoke(app, [*args, "--out", str(tmp_path / "graphs")])
+    said = graphs.output
+    assert "cannot be captured in a CUDA graph: the call synchronises with the host (" in said, said[-2000:]
+    assert "syncing.py" in said and "--captures none" in said
+    eager = runner.invoke(app, [*args, "--captures", "none", "--out", str(tmp_path / "eager")])
+    assert eager.exit_code == 0, eager.output[-2000:]
+    report = json.loads(eager.stdout)
+    assert report["timer"].startswith("cuda-events (device time, eager calls") or "eager calls" in report["timer"]
+    assert {r["verdict"] for r in report["legs"] if r["leg"].endswith("(A/A)")} <= {"SAME", "UNRESOLVED"}

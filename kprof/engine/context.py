@@ -119,7 +119,7 @@ class CaseContext:
             pad = int(rng.integers(0, PLACEMENT_STEPS)) * PLACEMENT_STEP_BYTES + int(rng.integers(1, 512)) * 4096
             self.pads.append(torch.empty(pad, dtype=torch.uint8, device=self.device))
             self.states[k] = self.workload.setup(self.case, self.device, self.run.dtype, seed * 1000 + k)
-        self.timer = make_timer(self.device)
+        self.timer = make_timer(self.device, graphs=self.run.protocol.captures != "none")
 
     def launch(self, leg: Leg, state: Any) -> Callable[[], None]:
         """The leg's callable: the workload's plain-PyTorch implementation for the torch leg; for a

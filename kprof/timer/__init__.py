@@ -12,12 +12,13 @@ from kprof.timer.protocol import CAPTURE_MODES, Item, Timer
 __all__ = ["CAPTURE_MODES", "Item", "Timer", "make_timer"]
 
 
-def make_timer(device: str) -> Timer:
-    """CUDA/HIP events on a GPU; the host clock on a CPU (labelled as such everywhere)."""
+def make_timer(device: str, graphs: bool = True) -> Timer:
+    """CUDA/HIP events on a GPU, over captured graphs or (``graphs`` False) eager calls; the host
+    clock on a CPU (labelled as such everywhere)."""
     if device == "cpu":
         from kprof.timer.host import HostTimer
 
         return HostTimer()
     from kprof.timer.cuda import CudaEventTimer
 
-    return CudaEventTimer(device)
+    return CudaEventTimer(device, graphs)

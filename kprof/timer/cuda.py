@@ -17,6 +17,7 @@ timer lives.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,42 @@ from kprof.timer.self_checks import run_self_checks
 MIB = 1 << 20
 RECAPTURE_WARMUP_S = 0.03
 CUDA_LABEL = "cuda-events (device time, graph replay, cold L2)"
+EAGER_LABEL = "cuda-events (device time, eager calls: launch gaps included, cold L2)"
+# What CUDA says when a call synchronises with the host (or allocates on it) inside a capture.
+HOST_SYNC_SIGNS = ("operation not permitted when stream is capturing", "capture", "Capture")
+LIBRARY_PARTS = ("/torch/", "/kprof/", "/triton/", "/contextlib.py")
+
+
+class Eager:
+    """A leg's call in place of its graph (``--captures none``): replayed by calling it."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.replay = fn
+
+
+class CaptureFailed(RuntimeError):
+    """A leg's call could not be captured in a CUDA graph; the message is one line saying why."""
+
+
+def capture_refusal(error: BaseException) -> str | None:
+    """One line for a capture that failed because the call synchronised with the host (``.item()``,
+    ``.cpu()``, a data-dependent shape), naming the line outside torch and kprof that made the call
+    last, and the two ways out; None for any other error. torch raises the sync's error inside the
+    capture and a second one as the capture ends, so the whole chain is read."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__context__ or seen.__cause__
+    if not any(sign in str(e) for e in chain for sign in HOST_SYNC_SIGNS):
+        return None
+    frames = [f for e in chain for f in traceback.extract_tb(e.__traceback__)]
+    own = [f for f in frames if not any(part in f.filename for part in LIBRARY_PARTS)]
+    where = f" ({own[-1].filename}:{own[-1].lineno}: {own[-1].line})" if own else ""
+    return (
+        f"cannot be captured in a CUDA graph: the call synchronises with the host{where}; time it with "
+        "--captures none (eager calls, launch gaps included), or launch the kernel without the sync"
+    )
 
 
 def flush_bytes(device: torch.device) -> int:
@@ -44,13 +81,16 @@ class CudaEventTimer:
 
     @property
     def label(self) -> str:
-        return KERNEL_TIME_LABEL if self.kernel_time else CUDA_LABEL
+        if self.kernel_time:
+            return KERNEL_TIME_LABEL
+        return CUDA_LABEL if self.use_graphs else EAGER_LABEL
 
-    def __init__(self, device: str = "cuda") -> None:
+    def __init__(self, device: str = "cuda", graphs: bool = True) -> None:
         self.device = torch.device(device)
+        self.use_graphs = graphs
         self.flush_bytes = flush_bytes(self.device)
         self.flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device=self.device)
-        self.graphs: dict[Item, torch.cuda.CUDAGraph] = {}
+        self.graphs: dict[Item, torch.cuda.CUDAGraph | Eager] = {}
         self.fns: dict[Item, Callable[[], None]] = {}
         self.stream = torch.cuda.Stream(self.device)
         self.clocks = clock_reader(self.device.index or 0, hip=torch.version.hip is not None)
@@ -75,9 +115,18 @@ class CudaEventTimer:
             torch.cuda.synchronize(self.device)
 
     def _capture(self, item: Item) -> None:
+        if not self.use_graphs:
+            self.graphs[item] = Eager(self.fns[item])
+            return
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self.stream):
-            self.fns[item]()
+        try:
+            with torch.cuda.graph(graph, stream=self.stream):
+                self.fns[item]()
+        except RuntimeError as e:
+            refusal = capture_refusal(e)
+            if refusal is None:
+                raise
+            raise CaptureFailed(refusal) from None
         graph.replay()
         torch.cuda.synchronize(self.device)
         self.graphs[item] = graph  # the graph it replaces is freed only now, after the new one ran

@@ -7,8 +7,9 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
 Item = Hashable  # (leg index, buffer set)
-#: --captures: every round times fresh graphs (default), or each graph is captured once per run
-CAPTURE_MODES = ("per-round", "once")
+#: --captures: every round times fresh graphs (default), each graph is captured once per run, or no
+#: graph at all (eager calls: a launch that synchronises with the host cannot be captured)
+CAPTURE_MODES = ("per-round", "once", "none")
 
 
 class Timer(Protocol):
