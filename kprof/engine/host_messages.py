@@ -23,6 +23,8 @@ class Gated(msgspec.Struct, frozen=True):
     failed: dict[str, str]  # leg → why it is not timed
     launches: dict[str, list[dict[str, Any]]]  # leg → its launches on the first buffer set
     sets: int  # buffer sets the host set up
+    held_bytes: int = 0  # GPU memory the host's allocator holds after the gate (0 on a CPU)
+    free_bytes: int = 0  # the GPU's free memory then, every process counted
 
 
 class Described(msgspec.Struct, frozen=True):

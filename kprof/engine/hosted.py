@@ -40,10 +40,11 @@ from kprof.engine.host_messages import (
     encode,
 )
 from kprof.engine.lifeline import Workers, child_env, last_line
+from kprof.engine.memory_plan import MemoryPlan
 from kprof.engine.rounds import RoundPlan, timed_rounds
 from kprof.engine.schedule import round_orders
 from kprof.engine.sharding import shard_cases
-from kprof.events import CaseFailed, Event, LegFailed, RevisionRefused
+from kprof.events import CaseFailed, Event, LegFailed, Note, RevisionRefused
 from kprof.launches import launch_rows
 from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
@@ -230,11 +231,20 @@ class HostedCase:
         """Every host runs its legs; outputs are compared here, across revisions. Returns the legs
         timed although their outputs changed (--allow-changed-outputs)."""
         launches = []
-        for key, host in self.hosts.items():
-            reply = host.ask(Gate(reference=key == self.base_key))
+        plan: MemoryPlan | None = None
+        for key in [self.base_key, *(k for k in self.hosts if k != self.base_key)]:  # the baseline's first
+            try:
+                reply = self.hosts[key].ask(Gate(reference=key == self.base_key))
+            except HostDied as e:
+                raise HostDied(plan.explain(str(e)) if plan else str(e), e.revision_wide) from None
             self.sets = reply.sets
+            if key == self.base_key and reply.held_bytes and len(self.hosts) > 1:
+                plan = MemoryPlan(len(self.hosts), reply.held_bytes, reply.free_bytes, reply.sets)
+                self.on_event(Note(text=f"{self.case}: {plan.line()}"))
+                if not plan.fits():
+                    raise HostDied(plan.refusal())
             for leg, reason in reply.failed.items():
-                self.fail(leg, reason)
+                self.fail(leg, plan.explain(reason) if plan else reason)
             launches += launch_rows(self.case, reply.launches)
         base_name = self.run.baseline.name
         if base_name in self.failed:  # nothing to compare with: the case cannot be timed
