@@ -69,6 +69,7 @@ class Role(str, Enum):
     PLANTED = "planted"  # calibration: the reference plus a spin of known length
     SPIN = "spin"  # calibration: that spin alone (measures what was planted; not a comparison)
     LEG = "leg"  # a whole-program leg compared with the baseline process
+    SEQUENCE = "sequence"  # a revision of a range as it was committed: compared with the one before it
 
     __hash__ = str.__hash__  # a role and its name are interchangeable as set members and dict keys
 
@@ -185,6 +186,7 @@ class RevisionTree:
     ops: list[list[str]] = field(default_factory=list)  # [["pick" | "revert", sha], …] applied to base
     worktree: bool = False
     refused: str = ""
+    paths: list[str] = field(default_factory=list)  # --paths: each op applied only under these
     setup: dict[str, Any] = field(default_factory=dict)  # --setup: command, exit code, output tail
 
 

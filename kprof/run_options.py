@@ -33,9 +33,12 @@ OPTIONS: dict[str, Option] = {
     "preset": Option(str | None, None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")),
     "case_filter": Option(str | None, None, typer.Option("--case", help=CASE_HELP)),
     "design": Option(
-        str,
-        "all",
-        typer.Option(help="endpoints, add-one, leave-one-out, factorial or all; with --revisions also bisect."),
+        str | None,
+        None,
+        typer.Option(
+            help="endpoints, add-one, leave-one-out, factorial or all (the default for a workload's features); "
+            "with --revisions also sequence (the default: each commit against its parent) and bisect."
+        ),
     ),
     "target": Option(list[str] | None, None, typer.Option(help="Features of the target leg (default: all).")),
     "sweep": Option(str | None, None, typer.Option(help="Force a parameter over values: PARAM=v1,v2,…")),
@@ -89,7 +92,9 @@ OPTIONS: dict[str, Option] = {
             "--captures",
             help="per-round (default): every round times graphs captured afresh, so what one capture of a graph "
             "costs on its own is noise between rounds, inside the interval; once: each leg's graphs are "
-            "captured once per run (faster to set up; small kernels keep per-capture offsets).",
+            "captured once per run (faster to set up; small kernels keep per-capture offsets); none: eager calls "
+            "under events, no graph (for a launch that synchronises with the host: .item(), .cpu(); the host's "
+            "launch gaps are in every time).",
         ),
     ),
     "gpus": Option(
@@ -125,11 +130,11 @@ OPTIONS: dict[str, Option] = {
         ),
     ),
     "collector": Option(
-        str,
-        "events",
+        str | None,
+        None,
         typer.Option(
-            help="events (default), torch (adds per-kernel times per leg), or, for whole programs, torch, nsys or "
-            "rocprofv3."
+            help="events (a workload's default), torch (adds per-kernel times per leg), or, for whole programs, "
+            "torch (their default), nsys or rocprofv3."
         ),
     ),
     "legs": Option(
@@ -276,4 +281,6 @@ def request_fields(options: dict[str, Any]) -> dict[str, Any]:
         fields["paths"] = [p.strip() for text in fields["paths"] or [] for p in text.split(",") if p.strip()]
     if "setup" in fields:
         fields["setup"] = fields["setup"] or ""
+    if fields.get("collector") is None:  # a workload's default (events) and a program's (torch) differ
+        fields.pop("collector", None)
     return fields

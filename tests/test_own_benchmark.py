@@ -156,6 +156,7 @@ def test_add_one_and_leave_one_out_name_the_slow_commit(history: History, tmp_pa
     cannot be made or imported is said once, and no cache folder is printed."""
     out = tmp_path / "run"
     args = ["run", str(history.benchmark), *_range(history), "--paths", "minikern", "--setup", "python build.py"]
+    args += ["--design", "all"]
     res = runner.invoke(app, [*args, *CPU, "--rounds", "10", "--out", str(out), "--format", "json"])
     assert res.exit_code == 0, res.output
     _no_cache_path(res.output)

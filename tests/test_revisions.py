@@ -188,7 +188,8 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     out = tmp_path / "run"
     res = runner.invoke(
         app,
-        ["run", str(repo / "wl.py"), "--in-tree", "--revisions", "HEAD~5..HEAD", *ARGS, "--out", str(out)]
+        ["run", str(repo / "wl.py"), "--in-tree", "--revisions", "HEAD~5..HEAD", "--design", "all", *ARGS]
+        + ["--out", str(out)]
         + ["--format", "json"],
         catch_exceptions=False,
     )
@@ -276,6 +277,8 @@ def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.Monk
             "run",
             "--revisions",
             "HEAD~2..HEAD",
+            "--design",
+            "all",
             "--repo",
             str(repo),
             "--collector",

@@ -86,3 +86,15 @@ def test_a_whole_program_takes_its_own_fields(monkeypatch: pytest.MonkeyPatch) -
     req = _captured(monkeypatch, ["run", "--leg", "a", "--leg", "b:X=1", "--steps", "^s", "--", "python", "x.py"])
     assert isinstance(req, ProgramRequest)
     assert (req.legs, req.program, req.steps) == (["a", "b:X=1"], ["python", "x.py"], "^s")
+
+
+def test_each_request_keeps_its_own_collector_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kprof run --leg base --leg b:X=1 -- python x.py` (docs/run.md) once failed with "--collector:
+    whole programs run under nsys or rocprofv3 or torch, not 'events'": the workload's default had
+    overridden the program's. Without --collector each request has its own default."""
+    program = _captured(monkeypatch, ["run", "--leg", "base", "--leg", "b:X=1", "--", "python", "x.py"])
+    assert isinstance(program, ProgramRequest) and program.collector == "torch"
+    workload = _captured(monkeypatch, ["run", "paged_decode"])
+    assert isinstance(workload, RunRequest) and workload.collector == "events"
+    given = _captured(monkeypatch, ["run", "--leg", "a", "--collector", "nsys", "--", "python", "x.py"])
+    assert given.collector == "nsys"

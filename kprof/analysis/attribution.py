@@ -5,13 +5,16 @@ With v(S) = ln t(S) − ln t(∅) per round (S a set of levers):
 * leave-one-out: v(N) − v(N∖{f}) — its effect in the full change's context ("revert one commit");
 * Shapley: exact, from the 2^n factorial legs; the values add up to v(N) in every round;
 * interaction (i, j): the ±1-coded 2^n two-way term E_ij;
-* total: v(N); unexplained: v(N) − Σ add-one (what an additive story leaves out).
+* total: v(N); unexplained: v(N) − Σ add-one (what an additive story leaves out);
+* sequence (commits of a range): ln t(revision i) − ln t(revision before it), each commit against
+  its parent as committed (a revision that was not timed is stepped over: the effect spans it);
+  cumulative: revision i against the base.
 Every estimate is reported as effect_pct = 100·(exp(−x) − 1), positive = the lever makes it faster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,17 +32,45 @@ from kprof.analysis.run_effects import (
 )
 from kprof.run_model import Leg, Role
 
-DESIGN_ORDER = ("total", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
+SEQUENCE_DESIGNS = ("sequence", "cumulative")  # a range's commits as committed, each against its parent and the base
+DESIGN_ORDER = ("total", "sequence", "cumulative", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
 
 
 def _leg_by_features(legs: list[Leg]) -> dict[frozenset[str], str]:
-    """Legs without forced parameters, keyed by their feature set (the first, non-A/A copy)."""
+    """Legs without forced parameters, keyed by their feature set (the first, non-A/A copy). A leg
+    that is only a sequence point is left out: its tree is a commit as committed, not the base
+    with those commits added, though its features are the same."""
     out: dict[frozenset[str], str] = {}
     for leg in legs:
-        if leg.params or leg.replica or leg.has(Role.AA):
+        if leg.params or leg.replica or leg.has(Role.AA) or leg.roles == {Role.SEQUENCE}:
             continue
         out.setdefault(leg.features, leg.name)
     return out
+
+
+def sequence_points(legs: list[Leg]) -> dict[int, str]:
+    """The sequence legs of a range run by point: 0 the base, i the tree commit i left (its
+    features are the commits up to it)."""
+    return {len(leg.features): leg.name for leg in legs if leg.has(Role.SEQUENCE) and not leg.has(Role.AA)}
+
+
+def sequence_since(legs: list[Leg], levers: Sequence[str], timed: Collection[str]) -> dict[str, tuple[str, str]]:
+    """Each commit whose revision was timed (its leg in ``timed``) → (its leg, the leg of the timed
+    revision before it): its effect against its parent, or against the last revision before it that
+    could be timed (the effect then spans the commits between)."""
+    points = {i: name for i, name in sequence_points(legs).items() if name in timed}
+    out: dict[str, tuple[str, str]] = {}
+    for i in sorted(points):
+        earlier = [j for j in points if j < i]
+        if i and earlier:
+            out[levers[i - 1]] = (points[i], points[max(earlier)])
+    return out
+
+
+def spanned(legs: list[Leg], levers: Sequence[str], lever: str, parent: str) -> list[str]:
+    """The commits a sequence effect of ``lever`` measured against the leg ``parent`` covers."""
+    start = next(i for i, name in sequence_points(legs).items() if name == parent)
+    return list(levers[start : list(levers).index(lever) + 1])
 
 
 class Quantity(NamedTuple):
@@ -88,12 +119,15 @@ def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> 
             series[Quantity("interaction", f"{levers[i]}×{levers[j]}")] = pd.Series(values, index=logs.index)
     if total is not None and all(s is not None for s in add.values()):
         series[Quantity("unexplained")] = total - sum(add.values())
+    for lever, (leg, parent) in sequence_since(legs, levers, logs.columns).items():
+        series[Quantity("sequence", lever)] = logs[leg] - logs[parent]
+        series[Quantity("cumulative", lever)] = logs[leg] - logs[base]
     return series
 
 
 # Designs whose quantity is one leg against the baseline: their rows are that leg's row of the
 # leg table (same interval, same verdict), not a second computation of the same comparison.
-LEG_DESIGNS = ("total", "add_one")
+LEG_DESIGNS = ("total", "add_one", "cumulative")
 
 
 def attribute_run(
@@ -109,6 +143,7 @@ def attribute_run(
     adjusted within each case's design (the levers of one design are one family)."""
     rounds = round_statistics(samples)
     by = _leg_by_features(legs)
+    at = sequence_points(legs)
     rows: list[dict[str, Any]] = []
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case).dropna(how="any")
@@ -121,16 +156,22 @@ def attribute_run(
         derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS}
         terms = placement_terms(pd.DataFrame(derived), set_of_round)
         bias = summary.bias if summary else 0.0
+        since = sequence_since(legs, levers, logs.columns)
         for key, values in series.items():
             design, lever = key
             if design in LEG_DESIGNS:
-                leg = by[frozenset(levers) if design == "total" else frozenset({lever})]
+                if design == "cumulative":
+                    leg = at[list(levers).index(lever) + 1]
+                else:
+                    leg = by[frozenset(levers) if design == "total" else frozenset({lever})]
                 row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}
                 n = int(leg_rows.loc[leg, "rounds"])
             else:
                 tick = summary.derived_tick if summary else 0.0
                 eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
+            if design == "sequence":
+                row["spans"] = spanned(legs, levers, lever, since[lever][1])
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
     if len(table):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.analysis.attribution import Quantity, attribute_run, lever_values, sweep_table
+from kprof.analysis.attribution import SEQUENCE_DESIGNS, Quantity, attribute_run, lever_values, sweep_table
 from kprof.analysis.run_effects import (
     CaseSummary,
     calibration_table,
@@ -21,7 +21,7 @@ from kprof.analysis.run_effects import (
 )
 from kprof.errors import KprofInputError
 from kprof.ingest.names import name_labels
-from kprof.run_model import Run
+from kprof.run_model import Role, Run
 from kprof.store.run_folder import RunFolder
 
 
@@ -38,6 +38,7 @@ class RunReport:
     kernel_effects: pd.DataFrame
     warnings: list[str]  # damaged parts left out (every intact round is still reported)
     gpu_spread: pd.DataFrame = field(default_factory=pd.DataFrame)  # --aa-across-gpus
+    sequence: pd.DataFrame = field(default_factory=pd.DataFrame)  # a range's commits, each against its parent
 
 
 def no_rounds_message(run: Run) -> str:
@@ -82,6 +83,10 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
             timer="torch",
         )
         kernel_effects, _ = leg_effects(as_samples, run.legs, threshold)
+    sequence = pd.DataFrame()
+    if any(leg.has(Role.SEQUENCE) for leg in run.legs):  # the answer a sequence run is for, in its report
+        levers = attribute_run(samples, run.legs, run.lever_names, summaries, effects)
+        sequence = levers[levers["design"].isin(SEQUENCE_DESIGNS)].reset_index(drop=True) if len(levers) else levers
     return RunReport(
         run,
         samples,
@@ -94,6 +99,7 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
         kernel_effects,
         damage_warnings(folder),
         gpu_spread(samples, run, threshold),
+        sequence,
     )
 
 

@@ -46,7 +46,14 @@ from kprof.engine.host_messages import (
 from kprof.engine.lifeline import die_with_parent
 from kprof.engine.rounds import replayed_outputs
 from kprof.errors import KprofInputError
-from kprof.revisions.benchmark import BenchmarkChanged, check_unchanged, import_path, in_tree_path, without_tree
+from kprof.revisions.benchmark import (
+    BenchmarkChanged,
+    check_unchanged,
+    import_path,
+    in_tree_path,
+    shadowed,
+    without_tree,
+)
 from kprof.run_model import RevisionSet, WorkloadSubject
 from kprof.store.layout import outputs_file
 from kprof.store.run_folder import RunFolder
@@ -67,7 +74,11 @@ def import_workload(subject: WorkloadSubject, revisions: RevisionSet, tree: Path
     if not bench.in_tree:
         check_unchanged(bench)
     sys.path[:0] = import_path(tree, bench, Path(revisions.repo))
-    return load_workload(str(in_tree_path(bench, tree)))
+    workload = load_workload(str(in_tree_path(bench, tree)))
+    refusal = shadowed(tree, sys.modules)
+    if refusal:
+        raise KprofInputError(bench.path, refusal)
+    return workload
 
 
 def bundled_package(tree: Path, family: str) -> str:
@@ -78,6 +89,17 @@ def bundled_package(tree: Path, family: str) -> str:
         if not (tree / "kprof_kernels" / family).is_dir() and (tree / "kernels" / family).is_dir()
         else "kprof_kernels"
     )
+
+
+def held_memory(device: str) -> dict[str, int]:
+    """What this host holds on its GPU once gated, and what the GPU has free: the reference's float64
+    temporaries and the gate's scratch are given back first, since several hosts share one GPU."""
+    if device == "cpu":
+        return {}
+    import torch
+
+    torch.cuda.empty_cache()
+    return {"held_bytes": torch.cuda.memory_reserved(), "free_bytes": torch.cuda.mem_get_info()[0]}
 
 
 def save(tensors: dict[str, Any], path: Path) -> None:
@@ -142,7 +164,7 @@ class LegHost:
                 self.own_outputs[(li, k)] = outs
                 save(outs, outputs_file(ctx.folder.root, ctx.case_index, leg.name, k))
                 self.fns[(li, k)] = fn
-        return Gated(failed=failed, launches=launches, sets=len(ctx.states))
+        return Gated(failed=failed, launches=launches, sets=len(ctx.states), **held_memory(ctx.device))
 
     def describe(self, cmd: Describe) -> Described:
         timer = self.ctx.timer

@@ -23,7 +23,7 @@ class RunRequest:
     workload: str
     preset: str | None = None
     case_filter: str | None = None
-    design: str = "all"
+    design: str | None = None  # None: all for a workload's features, sequence for a range's commits
     target: list[str] | None = None
     sweep: str | None = None
     sweep_baseline: bool = False

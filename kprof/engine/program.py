@@ -67,7 +67,7 @@ class ProgramRequest:
     revisions: str | None = None
     revs: list[str] = field(default_factory=list)
     repo: str | None = None
-    design: str = "all"
+    design: str | None = None
     aa_copies: int = 1
     setup: str = ""
     paths: list[str] = field(default_factory=list)
@@ -135,7 +135,7 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
     subject.command, bench = locate_program(req.program, repo.root, req.in_tree)
     plan = revision_legs(repo, req.revisions, req.revs, req.design, req.aa_copies, 2e-2, req.paths, req.setup, on_event)
     note_benchmark(plan, bench, repo, on_event)
-    run.legs, run.features, run.design = plan.legs, plan.features, req.design
+    run.legs, run.features, run.design = plan.legs, plan.features, plan.design
     run.revisions = plan.revision_set(repo, req.paths, bench, req.setup)
     return run
 

@@ -68,7 +68,7 @@ def _case_record(workload: Workload, case: Case, sweep: tuple[str, list[Any]] | 
 
 def _revision_workload(
     req: RunRequest, on_event: Callable[[Event], None]
-) -> tuple[Workload, list[Leg], list[FeatureRecord], RevisionSet]:
+) -> tuple[Workload, list[Leg], list[FeatureRecord], RevisionSet, str]:
     """The workload (a bundled family by name, from the running kprof; a user's file, from where the
     user keeps it, read with the baseline revision's code first on the import path), the legs, the
     commits as levers, and the revisions (repository, commits, trees)."""
@@ -102,7 +102,7 @@ def _revision_workload(
             on_event(Note(text=f"importing the benchmark at {base_leg.name}: {without_tree(text, tree)}"))
     assert workload is not None
     revisions = plan.revision_set(repo, req.paths, bench, req.setup, req.allow_changed_outputs)
-    return workload, plan.legs, plan.features, revisions
+    return workload, plan.legs, plan.features, revisions, plan.design
 
 
 def _across_gpus(cases: list[CaseRecord], gpus: list[int], wanted: bool) -> list[CaseRecord]:
@@ -126,7 +126,7 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
     gpus = [req.on_gpu] if req.on_gpu is not None else parse_gpus(req.gpus, device)
     revisions = None
     if req.by_revision:
-        workload, legs, features, revisions = _revision_workload(req, on_event)
+        workload, legs, features, revisions, design = _revision_workload(req, on_event)
     else:
         from kprof.revisions.plan import refuse_revision_options
 
@@ -138,7 +138,6 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         ray_module()  # a missing Ray is said now, before anything is set up
     processes = _processes(req, device)
     sweep = _checked_sweep(req, workload, cases)
-    design = req.design
     if not req.by_revision:
         legs, features, design = _feature_legs(req, workload, sweep)
     return Run(
@@ -206,16 +205,17 @@ def _feature_legs(
     if req.plants:
         target = req.target if req.target is not None else workload.feature_names
         return calibration_legs(target, req.plants, max(req.aa_copies, 1)), features, "calibration"
+    design = req.design or "all"
     legs = design_legs(
         workload.feature_names,
-        req.design,
+        design,
         req.target,
         sweep,
         req.aa_copies,
         torch_leg=req.torch_leg and workload.has_torch_implementation,
         sweep_baseline=req.sweep_baseline,
     )
-    return legs, features, req.design
+    return legs, features, design
 
 
 def _processes(req: RunRequest, device: str) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.analysis.attribution import Quantity
+from kprof.analysis.attribution import SEQUENCE_DESIGNS, Quantity
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.analysis.stats import EFFECT_COLUMNS
@@ -24,6 +24,7 @@ from kprof.report.run_report import (
     header,
     revision_json,
     revision_lines,
+    sequence_tables,
     status_lines,
 )
 from kprof.report.table import Cell, Column, Document, Table, records
@@ -49,14 +50,18 @@ CONVENTION = (
 )
 
 
-def _grids(table: pd.DataFrame) -> list[tuple[str, list[str], list[tuple[str, list[pd.Series | None]]]]]:
-    """Per design: the levers, and per case the row of each lever (None where the design has none)."""
+def _grids(
+    table: pd.DataFrame, order: list[str] | None = None
+) -> list[tuple[str, list[str], list[tuple[str, list[pd.Series | None]]]]]:
+    """Per design: the levers (in ``order`` where given: a range's commits oldest first; else by
+    name), and per case the row of each lever (None where the design has none)."""
+    rank = {lever: i for i, lever in enumerate(order or ())}
     out = []
     for design in DESIGN_TITLES:
         sub = table[table["design"] == design]
         if not len(sub):
             continue
-        levers = sorted(pd.unique(sub["lever"]))
+        levers = sorted(pd.unique(sub["lever"]), key=lambda lever: (rank.get(lever, len(rank)), lever))
         rows = []
         for case in pd.unique(sub["case"]):
             by_lever = {r["lever"]: r for _, r in sub[sub["case"] == case].iterrows()}
@@ -65,10 +70,12 @@ def _grids(table: pd.DataFrame) -> list[tuple[str, list[str], list[tuple[str, li
     return out
 
 
-def grid_tables(table: pd.DataFrame, revisions: bool = False) -> list[Table]:
-    titles = REVISION_TITLES if revisions else DESIGN_TITLES
+def grid_tables(table: pd.DataFrame, run: Run) -> list[Table]:
+    """A table per design (cases × levers); a range's sequence has tables of its own."""
+    titles = REVISION_TITLES if run.revisions is not None else DESIGN_TITLES
     tables = []
-    for design, levers, rows in _grids(table):
+    shown = table[~table["design"].isin(SEQUENCE_DESIGNS)] if len(table) else table  # in sequence_tables
+    for design, levers, rows in _grids(shown, run.lever_names if run.revisions is not None else None):
         t = Table(titles[design], [Column("case", "left", is_name=True), *(Column(lv) for lv in levers)])
         for case, cells in rows:
             t.add(case, *(effect_cell(r, with_verdict=True) if r is not None else "" for r in cells))
@@ -126,7 +133,7 @@ def attribution_document(result: Attribution) -> Document:
         doc.table(commits)
     for line in revision_lines(run):
         doc.text(line)
-    for t in grid_tables(result.levers, revisions=run.revisions is not None):
+    for t in sequence_tables(result.levers, run) + grid_tables(result.levers, run):
         doc.table(t)
     for t in sweep_tables(result.sweep) if len(result.sweep) else []:
         doc.table(t)
@@ -230,11 +237,11 @@ def render_html(result: Attribution) -> str:
         f"<h1>{html.escape(run.subject.name)}: per-lever attribution</h1>",
         f"<p>{html.escape(run.timer_label)}; {html.escape(CONVENTION)}.</p>",
     ]
-    for t in grid_tables(table, revisions=run.revisions is not None):
+    for t in sequence_tables(table, run) + grid_tables(table, run):
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(html_table(t))
     for case, series in per_round.items():
-        keys = [k for k in series if k.design in ("shapley", "add_one", "leave_one_out")]
+        keys = [k for k in series if k.design in ("shapley", "add_one", "leave_one_out", "sequence")]
         if keys:
             parts.append(_per_round_plot(plt, table, case, series, keys))
     if len(sweep):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.analysis.attribution import SEQUENCE_DESIGNS, sequence_points
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
 from kprof.events import RESTARTED, death_sentence
@@ -295,6 +296,44 @@ def _gpu_spread_table(spread: pd.DataFrame) -> Table:
     return table
 
 
+def sequence_tables(table: pd.DataFrame, run: Run) -> list[Table]:
+    """Per case, the range's commits oldest first: each against its parent revision as committed,
+    and the revision it left against the base. A commit measured across one that could not be
+    timed says which commits its effect spans."""
+    if not len(table) or not table["design"].eq("sequence").any():
+        return []
+    table = table[table["design"].isin(SEQUENCE_DESIGNS)]
+    subjects = {f.name: f.doc for f in run.features}
+    declared = {run.lever_names[i - 1] for i in sequence_points(run.legs) if i}
+    tables = []
+    for case, rows in table.groupby("case", sort=False):
+        by = {(r["design"], r["lever"]): r for _, r in rows.iterrows()}
+        t = Table(
+            f"{case}: each commit against the revision before it (sequence), and against the base (cumulative)",
+            [Column("commit", "left", is_name=True), Column("subject", "left")]
+            + [Column("vs parent [95% CI]"), Column("vs base [95% CI]")],
+        )
+        for lever in run.lever_names:
+            step, total = by.get(("sequence", lever)), by.get(("cumulative", lever))
+            if step is None and total is None and lever not in declared:
+                continue
+            cells = [effect_cell(r, with_verdict=True) if r is not None else "not timed" for r in (step, total)]
+            t.add(lever, cut_words(subjects.get(lever, ""), 60), *cells)
+            spans = list(step["spans"]) if step is not None else []
+            if len(spans) > 1:
+                t.notes.append(f"{lever}: against {_before(spans[0], run)}, so its effect spans {', '.join(spans)}")
+        if run.revisions is not None and run.revisions.paths:
+            t.notes.append("a commit that --paths left out counts in the row of the next commit")
+        tables.append(t)
+    return tables
+
+
+def _before(first: str, run: Run) -> str:
+    """The revision before commit ``first`` of the range: the base, or the commit before it."""
+    i = run.lever_names.index(first)
+    return run.baseline.name if i == 0 else run.lever_names[i - 1]
+
+
 def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
     run = report.run
     doc = Document()
@@ -308,6 +347,8 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
     for case, rows in report.effects.groupby("case", sort=False):
         doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case)), view))
+    for t in sequence_tables(report.sequence, run):
+        doc.table(t)
     for line, style in status_lines(run):
         doc.text(line, style)
     for warning in report.warnings:
@@ -357,6 +398,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "kernels": records(report.kernel_effects),
         "calibration": records(report.calibration),
         "gpu_spread": records(report.gpu_spread),
+        "sequence": records(report.sequence),
         "case_status": {k: v.record() for k, v in run.case_status.items()},
         "missing": [asdict(m) for m in run.missing()],
         "warnings": [*(text for text, style in status_lines(run) if style == "warning"), *report.warnings],

@@ -1,10 +1,11 @@
 """The user's benchmark in a revision run: a workload file, or the script of a whole program.
 
 It comes from where the user keeps it, for every revision, and each revision's code comes from that
-revision's tree: the tree goes first on the import path, then the benchmark's own folder (asv keeps
-its benchmarks apart from the history they measure for the same reason: a benchmark written for a
-branch is almost never in the commits it must time). ``--in-tree`` asks for the old way instead:
-the file at the same path inside each revision's tree.
+revision's tree: its package folders (a ``src/`` layout's too) go first on the import path, then
+the benchmark's own folder (asv keeps its benchmarks apart from the history they measure for the
+same reason: a benchmark written for a branch is almost never in the commits it must time); a
+package of the tree imported from anywhere else is refused. ``--in-tree`` asks for the old way
+instead: the file at the same path inside each revision's tree.
 
 The benchmark's SHA-256 is recorded when the run is planned and checked whenever a process is about
 to run it, so a run never mixes two versions of one benchmark (resume included).
@@ -18,6 +19,12 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser as a package
+    import tomli as tomllib
 
 from kprof.errors import KprofInputError
 from kprof.run_model import BenchmarkRecord
@@ -77,15 +84,85 @@ def in_tree_path(bench: BenchmarkRecord, tree: Path) -> Path:
 
 
 def import_path(tree: Path, bench: BenchmarkRecord, repo_root: Path) -> list[str]:
-    """What goes first on a revision's import path: the tree, then the benchmark's folder — as that
-    revision has it when the benchmark lies inside the repository (so nothing of the user's
-    checkout can stand in for the revision's code), else the folder itself."""
+    """What goes first on a revision's import path: the folders its packages are imported from
+    (``package_roots``), then the benchmark's folder — as that revision has it when the benchmark
+    lies inside the repository (so nothing of the user's checkout can stand in for the revision's
+    code), else the folder itself."""
     folder = in_tree_path(bench, tree).parent
     inside = _inside(folder, repo_root)
     if inside is not None:
         folder = tree / inside
-    entries = [str(tree), str(folder)]
+    entries = [*map(str, package_roots(tree)), str(folder)]
     return list(dict.fromkeys(entries))
+
+
+def package_roots(tree: Path) -> list[Path]:
+    """The folders of a revision's tree its packages are imported from: the folders
+    ``pyproject.toml`` declares (setuptools' package-dir and packages.find, hatch's wheel packages,
+    poetry's ``from``, maturin's python-source), a ``src/`` folder that holds a package, then the
+    tree itself."""
+    declared = [tree / d for d in _declared_roots(tree / "pyproject.toml")]
+    src = tree / "src"
+    if src.is_dir() and any(p.is_file() for p in src.glob("*/__init__.py")):
+        declared.append(src)
+    roots = [p for p in declared if p.is_dir() and p.resolve() != tree.resolve()]
+    return [*dict.fromkeys(roots), tree]
+
+
+def _declared_roots(pyproject: Path) -> list[str]:
+    """Package folders (relative to the tree) a pyproject.toml declares; none where it has none or
+    cannot be read (a revision's broken pyproject is the build's problem, not the import path's)."""
+    try:
+        config = tomllib.loads(pyproject.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    tool = config.get("tool", {})
+    setuptools = tool.get("setuptools", {})
+    found: list[str] = []
+    package_dir = setuptools.get("package-dir", {})
+    if isinstance(package_dir, dict) and isinstance(package_dir.get(""), str):
+        found.append(package_dir[""])
+    find = setuptools.get("packages", {})
+    if isinstance(find, dict):
+        where = find.get("find", {}).get("where", [])
+        found += [w for w in where if isinstance(w, str)]
+    wheel = tool.get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {}).get("packages", [])
+    found += [str(Path(p).parent) for p in wheel if isinstance(p, str) and "/" in p]
+    found += [p["from"] for p in tool.get("poetry", {}).get("packages", []) if isinstance(p, dict) and "from" in p]
+    source = tool.get("maturin", {}).get("python-source")
+    found += [source] if isinstance(source, str) else []
+    return [f for f in found if f not in ("", ".")]
+
+
+def tree_packages(tree: Path) -> set[str]:
+    """The top-level packages a revision's tree holds: in its package roots, and one folder down
+    wherever a package lies in a folder that is none (``python/triton``: a layout kprof does not
+    put on the path is still checked). kprof itself is left out: a bundled workload's tree is
+    kprof's own, imported from the running kprof."""
+    names = {p.stem for root in package_roots(tree)[:-1] for p in root.glob("*.py")}
+    for init in [*tree.glob("*/__init__.py"), *tree.glob("*/*/__init__.py")]:
+        folder = init.parent
+        if not (folder.parent / "__init__.py").is_file() and not folder.parent.name.startswith("."):
+            names.add(folder.name)
+    return names - {"kprof"}
+
+
+def shadowed(tree: Path, modules: dict[str, Any]) -> str:
+    """A one-line refusal when a package the tree provides was imported from elsewhere (a copy
+    installed in the environment, or one imported before the tree was on the path): every revision
+    would then time that one copy and read SAME. Empty when every such module is the tree's."""
+    here = tree.resolve()
+    for name in sorted(tree_packages(tree)):
+        module = modules.get(name)
+        where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
+        if module is None or where is None:
+            continue
+        if not Path(where).resolve().is_relative_to(here):
+            return (
+                f"imported {name} from {where}, not from the revision's tree: a copy installed in the environment "
+                f"shadows it (pip uninstall {name}, or run kprof from an environment without it)"
+            )
+    return ""
 
 
 @contextlib.contextmanager

@@ -2,12 +2,14 @@
 leave-one-out, Shapley) and the reports are the same as for a workload's features.
 
 A leg with the commit set S runs the tree: the base (S empty), the head (every commit), the head
-with one commit reverted (leave-one-out), or the base with the commits of S added in order.
+with one commit reverted (leave-one-out), or the base with the commits of S added in order; a
+sequence leg runs a commit of the range as it was committed (S: the commits up to it).
 Repeated ``--rev`` gives plain legs instead: each revision against the first.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from kprof.engine.design import MAX_FACTORIAL, design_legs
@@ -16,10 +18,13 @@ from kprof.revisions.git import WORKTREE, Commit, Repo
 from kprof.revisions.trees import TreeSpec
 from kprof.run_model import Leg, Role
 
-REVISION_DESIGNS = ("endpoints", "add-one", "leave-one-out", "factorial", "all")
+Paths = tuple[str, ...]
+
+REVISION_DESIGNS = ("sequence", "endpoints", "add-one", "leave-one-out", "factorial", "all")
+SEQUENCE_LIMIT = 16  # the most commits a range is timed whole by default (beyond: a bisect)
 
 
-def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: Commit) -> TreeSpec:
+def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: Commit, paths: Paths) -> TreeSpec:
     shorts = [c.short for c in commits]
     if not features:
         return TreeSpec(base.sha)
@@ -27,31 +32,74 @@ def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: C
         return TreeSpec(head.sha)
     missing = [c for c in commits if c.short not in features]
     if len(missing) == 1:
-        return TreeSpec(head.sha, (("revert", missing[0].sha),))
-    return TreeSpec(base.sha, tuple(("pick", c.sha) for c in commits if c.short in features))
+        return TreeSpec(head.sha, (("revert", missing[0].sha),), paths=paths)
+    return TreeSpec(base.sha, tuple(("pick", c.sha) for c in commits if c.short in features), paths=paths)
 
 
 def range_legs(
-    base: Commit, head: Commit, commits: list[Commit], design: str, aa_copies: int = 1
+    base: Commit, head: Commit, commits: list[Commit], design: str, aa_copies: int = 1, paths: Paths = ()
 ) -> tuple[list[Leg], dict[str, TreeSpec]]:
     """Legs of a design over the commits of a range (levers named by short SHA), and the tree each
-    leg runs, keyed by the leg's ``revision``. "all" is endpoints + add-one + leave-one-out;
-    "factorial" is every subset (≤ 6 commits)."""
+    leg runs, keyed by the leg's ``revision``. "sequence" is every commit as it was committed (each
+    against the one before it); "all" is endpoints + add-one + leave-one-out;
+    "factorial" is every subset (≤ 6 commits). A commit added or reverted applies only its part
+    under ``paths`` (a changelog or CI file never keeps a leg from being made)."""
     if design not in REVISION_DESIGNS:
         raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(REVISION_DESIGNS)})")
     if design == "factorial" and len(commits) > MAX_FACTORIAL:
         raise KprofInputError("--design", f"factorial needs ≤ {MAX_FACTORIAL} commits, got {len(commits)}")
     shorts = tuple(c.short for c in commits)
-    legs = design_legs(shorts, design, aa_copies=aa_copies, factorial_in_all=False)
+    lever_design = "endpoints" if design == "sequence" else design
+    legs = design_legs(shorts, lever_design, aa_copies=aa_copies, factorial_in_all=False)
     specs: dict[str, TreeSpec] = {}
     out = []
     for leg in legs:
-        spec = _spec(leg.features, commits, base, head)
+        spec = _spec(leg.features, commits, base, head, tuple(paths))
         # Each A/A copy gets a process of its own: the same tree, run again.
         key = _key(spec) + (f"#aa{leg.replica}" if leg.has(Role.AA) else "")
         specs[key] = spec
         out.append(replace(leg, name=_name(leg, shorts, base, head), revision=key))
+    if design == "sequence":
+        out = with_sequence(out, specs, base, commits, range(len(commits) + 1))
     return out, specs
+
+
+def with_sequence(
+    legs: list[Leg], specs: dict[str, TreeSpec], base: Commit, commits: list[Commit], points: Iterable[int]
+) -> list[Leg]:
+    """``legs`` with the range's revisions at ``points`` (0: the base, i: the tree commit i left) as
+    sequence legs: a revision some leg already runs (the base, the head) takes the role; another is
+    a leg of its own, its features the commits up to it. ``specs`` gains their trees."""
+    out = list(legs)
+    by_key = {leg.revision: i for i, leg in enumerate(out)}
+    for point in sorted(set(points)):
+        spec = TreeSpec(base.sha if point == 0 else commits[point - 1].sha)
+        key = _key(spec)
+        if key in by_key:
+            i = by_key[key]
+            out[i] = replace(out[i], roles=out[i].roles | {Role.SEQUENCE})
+            continue
+        commit = commits[point - 1]
+        features = frozenset(c.short for c in commits[:point])
+        specs[key] = spec
+        by_key[key] = len(out)
+        out.append(Leg(commit.label(), features, roles=frozenset({Role.SEQUENCE}), revision=key))
+    return out
+
+
+def sequence_stand_ins(legs: list[Leg], refused: set[str], commits: list[Commit]) -> list[int]:
+    """The points a sequence must time so that every add-one or leave-one-out leg whose patch did
+    not apply (its revision in ``refused``) still gives its commit an effect: that commit's
+    revision and the one before it."""
+    shorts = [c.short for c in commits]
+    points: set[int] = set()
+    for leg in legs:
+        if leg.revision not in refused or not (leg.has(Role.ADD_ONE) or leg.has(Role.LEAVE_ONE_OUT)):
+            continue
+        (lever,) = leg.features if leg.has(Role.ADD_ONE) else set(shorts) - leg.features
+        i = shorts.index(lever) + 1
+        points |= {i - 1, i}
+    return sorted(points)
 
 
 def _key(spec: TreeSpec) -> str:

@@ -59,10 +59,11 @@ class GitError(Exception):
         super().__init__(f"git {' '.join(args)}: {self.stderr.splitlines()[-1] if self.stderr else 'failed'}")
 
 
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+def git(cwd: Path, *args: str, check: bool = True, stdin: str | None = None) -> str:
+    """A git command's output; GitError when it fails and ``check``. ``stdin``: text fed to it (a patch)."""
+    done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
     if check and done.returncode != 0:
-        raise GitError(list(args), done.stderr)
+        raise GitError(list(args), done.stderr + (done.stdout if stdin is not None else ""))
     return done.stdout
 
 

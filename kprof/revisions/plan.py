@@ -12,7 +12,7 @@ from pathlib import Path
 from kprof.errors import KprofInputError
 from kprof.events import Event, Note, Phase, RevisionRefused
 from kprof.revisions.benchmark import differs_in_trees
-from kprof.revisions.design import listed_legs, range_legs
+from kprof.revisions.design import SEQUENCE_LIMIT, listed_legs, range_legs, sequence_stand_ins, with_sequence
 from kprof.revisions.git import Commit, CommitRange, Repo
 from kprof.revisions.tree_setup import refusal, run_setup
 from kprof.revisions.trees import OK_MARK, TreeSpec, materialise
@@ -56,6 +56,7 @@ class RevisionPlan:
     commits: list[Commit]
     features: list[FeatureRecord] = field(default_factory=list)
     left_out: list[Commit] = field(default_factory=list)
+    design: str = "endpoints"  # the design the legs follow (a range's default: sequence)
 
     def revision_set(
         self, repo: Repo, paths: Sequence[str], bench: BenchmarkRecord | None, setup: str, allow_changed: bool = False
@@ -77,7 +78,7 @@ def revision_legs(
     repo: Repo,
     revisions: str | None,
     revs: list[str],
-    design: str,
+    design: str | None,
     aa_copies: int,
     rtol: float,
     paths: Sequence[str] = (),
@@ -91,19 +92,48 @@ def revision_legs(
         raise KprofInputError("--paths", "keeps the commits of a range that touch them: give --revisions A..B")
     if revisions:
         span: CommitRange = repo.range(revisions, paths)
-        legs, specs = range_legs(span.base, span.head, span.commits, design, aa_copies)
+        design = design or default_design(span.commits)
+        legs, specs = range_legs(span.base, span.head, span.commits, design, aa_copies, paths)
         features = [FeatureRecord(c.short, "tolerance", rtol=rtol, doc=c.subject) for c in span.commits]
-        plan = RevisionPlan(legs, {}, span.commits, features, span.left_out)
+        plan = RevisionPlan(legs, {}, span.commits, features, span.left_out, design)
     else:
         legs, specs, commits = listed_legs(repo, revs, aa_copies)
-        plan = RevisionPlan(legs, {}, commits)
-    names = {leg.revision: leg.name for leg in legs}
-    made: dict[TreeSpec, RevisionTree] = {}  # an A/A copy runs its baseline's tree: made and set up once
+        plan = RevisionPlan(legs, {}, commits, design=design or "endpoints")
+    _make_trees(plan, specs, repo, setup, on_event)
+    if revisions:  # a commit whose patch does not apply is given its effect against its parent
+        refused = {key for key, tree in plan.trees.items() if tree.refused}
+        points = sequence_stand_ins(plan.legs, refused, span.commits)
+        if points:
+            plan.legs = with_sequence(plan.legs, specs, span.base, span.commits, points)
+            _make_trees(plan, specs, repo, setup, on_event)
+    return plan
+
+
+def _make_trees(
+    plan: RevisionPlan, specs: dict[str, TreeSpec], repo: Repo, setup: str, on_event: Callable[[Event], None]
+) -> None:
+    """The tree of every leg that has none yet, made and set up once per distinct tree (an A/A copy
+    runs its baseline's tree)."""
+    names = {leg.revision: leg.name for leg in plan.legs}
+    made = {spec: plan.trees[key] for key, spec in specs.items() if key in plan.trees}
     for key, spec in specs.items():
+        if key in plan.trees:
+            continue
         if spec not in made:
             made[spec] = _tree(repo, spec, setup, names.get(key, key), on_event)
         plan.trees[key] = made[spec]
-    return plan
+
+
+def default_design(commits: list[Commit]) -> str:
+    """Which commit bought it, by default: every commit against its parent, for a range small enough
+    to time whole; a longer one is refused with the ways to narrow it."""
+    if len(commits) > SEQUENCE_LIMIT:
+        raise KprofInputError(
+            "--revisions",
+            f"{len(commits)} commits are too many to time whole by default (at most {SEQUENCE_LIMIT}): "
+            "give --design bisect, narrow them with --paths, or --design sequence to time them all",
+        )
+    return "sequence"
 
 
 def note_benchmark(
@@ -127,6 +157,7 @@ def _tree(repo: Repo, spec: TreeSpec, setup: str, name: str, on_event: Callable[
         ops=[list(op) for op in spec.ops],
         worktree=spec.worktree,
         refused=made.refused,
+        paths=list(spec.paths) if spec.ops else [],
     )
     if setup and made.path is not None:
         said = Phase(case=name, step="tree_setup")
@@ -154,7 +185,7 @@ def restore_trees(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
         if old.worktree:
             gone = f"the tree of {key} (a copy of the working tree as it was then) is gone from the cache"
             raise KprofInputError(folder.root, f"{gone}: it cannot be made again; start a new run")
-        spec = TreeSpec(old.base, tuple((op, sha) for op, sha in old.ops))
+        spec = TreeSpec(old.base, tuple((op, sha) for op, sha in old.ops), paths=tuple(old.paths))
         tree = _tree(repo, spec, revisions.setup_command, key, on_event)
         folder.update_revision(key, path=tree.path, refused=tree.refused, setup=tree.setup)
         on_event(Note(text=f"made the tree of {key} again (it was gone from the cache)"))

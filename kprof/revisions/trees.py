@@ -31,15 +31,20 @@ BUILD_LOCK, IN_USE = ".lock", ".in-use"  # one tree built at a time; held by eve
 
 @dataclass(frozen=True)
 class TreeSpec:
-    """A tree: ``base`` with each (``pick`` | ``revert``, sha) applied in order; ``worktree``: the
-    repository's working tree as it is (a copy of its files)."""
+    """A tree: ``base`` with each (``pick`` | ``revert``, sha) applied in order — with ``paths``, only
+    the part of each commit under them; ``worktree``: the repository's working tree as it is (a
+    copy of its files)."""
 
     base: str
     ops: tuple[tuple[str, str], ...] = ()
     worktree: bool = False
+    paths: tuple[str, ...] = ()
 
     def key(self, repo: Repo) -> str:
-        text = json.dumps([str(repo.root), self.base, self.ops, self.worktree])
+        fields: list[object] = [str(repo.root), self.base, self.ops, self.worktree]
+        if self.ops and self.paths:  # the same commits cut to other paths are another tree
+            fields.append(self.paths)
+        text = json.dumps(fields)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -49,17 +54,29 @@ class Tree:
     refused: str = ""  # why the tree could not be made (a conflict, in which files)
 
 
-def _apply(path: Path, op: str, sha: str) -> str:
-    """Apply one commit without committing; "" on success, else the conflict in words."""
-    args = ["cherry-pick", "--no-commit", sha] if op == "pick" else ["revert", "--no-commit", sha]
+def _apply(path: Path, op: str, sha: str, paths: tuple[str, ...] = ()) -> str:
+    """Apply one commit without committing (with ``paths``, only its diff under them: a changelog
+    the commit also edits can no longer refuse it); "" on success, else the conflict in words."""
+    what = "adding" if op == "pick" else "reverting"
     try:
-        git(path, *args)
+        if paths:
+            _apply_cut(path, op, sha, paths)
+        else:
+            git(path, *(["cherry-pick", "--no-commit", sha] if op == "pick" else ["revert", "--no-commit", sha]))
         return ""
     except GitError as e:
         files = git(path, "diff", "--name-only", "--diff-filter=U", check=False).split()
-        what = "adding" if op == "pick" else "reverting"
         where = f"conflict in {', '.join(files)}" if files else (e.stderr.splitlines() or ["git failed"])[-1]
         return f"{what} {sha[:7]} does not apply cleanly: {where}"
+
+
+def _apply_cut(path: Path, op: str, sha: str, paths: tuple[str, ...]) -> None:
+    """The commit's diff against its first parent under ``paths`` (reversed for a revert), applied
+    with a three-way merge where its context moved; an empty diff applies as nothing."""
+    ends = [f"{sha}^", sha] if op == "pick" else [sha, f"{sha}^"]
+    patch = git(path, "diff", "--binary", "--full-index", *ends, "--", *paths)
+    if patch.strip():
+        git(path, "apply", "--3way", "--index", stdin=patch)
 
 
 def _copy_worktree(repo: Repo, target: Path) -> None:
@@ -107,7 +124,7 @@ def _materialise(repo: Repo, spec: TreeSpec, path: Path) -> Tree:
     else:
         git(repo.root, "worktree", "add", "--detach", "--force", str(path), spec.base)
         for op, sha in spec.ops:
-            refused = _apply(path, op, sha)
+            refused = _apply(path, op, sha, spec.paths)
             if refused:
                 git(repo.root, "worktree", "remove", "--force", str(path), check=False)
                 shutil.rmtree(path, ignore_errors=True)
