@@ -165,3 +165,30 @@ def test_eager_calls_are_a_capture_mode(tmp_path: Path) -> None:
     check_options(RunRequest(workload="paged_decode", captures="none"))
     with pytest.raises(KprofInputError, match="--captures: must be one of per-round, once, none"):
         check_options(RunRequest(workload="paged_decode", captures="never"))
+    with pytest.raises(KprofInputError, match="kernel-time reads each graph replay's activity records"):
+        check_options(RunRequest(workload="paged_decode", captures="none", timer_mode="kernel-time"))
+    from kprof.timer.kernel_time import wants_kernel_time
+
+    below = {"self_checks": {"event_overhead": {"kernel_time_below_ns": 1e6}}}
+    assert wants_kernel_time("auto", 10e3, below, "cuda") and not wants_kernel_time("auto", 10e3, below, "cuda", False)
+
+
+def test_a_compile_error_says_what_went_wrong_not_only_where() -> None:
+    """Triton's CompilationError starts with "at 147:38:" and the source; its cause says what."""
+    from kprof.engine.gate import launch_failure
+
+    try:
+        try:
+            raise NameError("Cannot access global variable LOG2_E from within @jit'ed function.")
+        except NameError as cause:
+            raise RuntimeError("at 147:38:\n    e = tl.exp2(x * LOG2_E)\n                    ^") from cause
+    except RuntimeError as e:
+        said = launch_failure(e)
+    assert (
+        said == "launch: RuntimeError: at 147:38: NameError: Cannot access global variable LOG2_E "
+        "from within @jit'ed function."
+    )
+    assert (
+        launch_failure(RuntimeError("out of resource: shared memory"))
+        == "launch: RuntimeError: out of resource: shared memory"
+    )

@@ -239,7 +239,7 @@ def test_planted_spins_add_what_they_were_asked_for() -> None:
     assert 400 < delta < 600
 
 
-SYNCING_WORKLOAD = '''
+SYNCING_WORKLOAD = """
 import torch
 from kprof.workload import Case, Workload
 
@@ -269,7 +269,7 @@ class Syncing(Workload):
 
 
 WORKLOAD = Syncing()
-'''
+"""
 
 
 def test_a_host_syncing_launch_is_refused_in_one_line_and_timed_eagerly(tmp_path) -> None:

@@ -16,14 +16,17 @@ def test_hosts_that_fit_are_said_in_one_line() -> None:
 
 
 def test_hosts_that_do_not_fit_are_refused_with_what_would() -> None:
-    """The issue's case: 9 hosts of ~8 GB on an 80 GB GPU. Three buffer sets fit (8 × 7 GiB × 1.1 ≤ 70); the line says so."""
+    """The issue's case: 9 hosts of ~8 GB on an 80 GB GPU. Three buffer sets fit (8 × 7 GiB × 1.1
+    ≤ 70); the line says so."""
     plan = MemoryPlan(hosts=9, held=8 * GIB, free=70 * GIB, sets=4)
     assert not plan.fits()
     refusal = plan.refusal()
     assert refusal.startswith(plan.line() + ": they do not fit; use --buffer-sets 3 (about 2.0 GiB a set)")
     assert refusal.endswith("or fewer legs (--paths, another --design)")
-    assert MemoryPlan(hosts=9, held=40 * GIB, free=70 * GIB, sets=1).refusal().endswith(
-        "they do not fit; use fewer legs (--paths, another --design)"
+    assert (
+        MemoryPlan(hosts=9, held=40 * GIB, free=70 * GIB, sets=1)
+        .refusal()
+        .endswith("they do not fit; use fewer legs (--paths, another --design)")
     )  # no count of sets would: only fewer legs
 
 

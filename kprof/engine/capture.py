@@ -81,7 +81,13 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     timer.kernel_time = (
         bool(chosen.extra.get("kernel_time"))
         if chosen is not None
-        else wants_kernel_time(ctx.run.protocol.timer_mode, t_base, own_timer_info(ctx.run.timer_info), ctx.device)
+        else wants_kernel_time(
+            ctx.run.protocol.timer_mode,
+            t_base,
+            own_timer_info(ctx.run.timer_info),
+            ctx.device,
+            graphs=ctx.run.protocol.captures != "none",
+        )
     )
     if timer.kernel_time and any(ctx.legs[li].plant is not None for li in timed):
         t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]

@@ -57,8 +57,14 @@ def sync(device: str) -> None:
 
 def launch_failure(error: Exception) -> str:
     """Why a leg's call could not be made, in one line (a sweep value that does not compile, a
-    revision that raises)."""
-    return f"launch: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    revision that raises). A compiler's error starts with where (Triton: "at 147:38:", then the
+    source): the error that caused it, or else its last line, says what."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    cause = error.__cause__
+    what = f"{type(cause).__name__}: {(str(cause).splitlines() or [''])[0]}" if cause is not None else ""
+    what = what or (lines[-1] if len(lines) > 1 else "")
+    return f"launch: {type(error).__name__}: {text} {what}".rstrip()
 
 
 def checked_call(

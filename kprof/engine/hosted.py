@@ -205,7 +205,13 @@ class HostedCase:
         samples = samples_per_round(typical_ns, self.run.placement.device, self.run.protocol.samples)
         base_ns = estimates.get(self.run.baseline.name, typical_ns)
         info = gpu_timer_info(self.run.timer_info, self.gpu_key)
-        self.kernel_time = wants_kernel_time(self.run.protocol.timer_mode, base_ns, info, self.run.placement.device)
+        self.kernel_time = wants_kernel_time(
+            self.run.protocol.timer_mode,
+            base_ns,
+            info,
+            self.run.placement.device,
+            graphs=self.run.protocol.captures != "none",
+        )
         self.folder.update_case(
             self.case,
             samples=samples,

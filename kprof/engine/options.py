@@ -80,6 +80,10 @@ def check_options(req: RunRequest) -> None:
         raise KprofInputError("--timer", f"must be one of {', '.join(TIMER_MODES)}")
     if req.captures not in CAPTURE_MODES:
         raise KprofInputError("--captures", f"must be one of {', '.join(CAPTURE_MODES)}")
+    if req.captures == "none" and req.timer_mode == "kernel-time":
+        raise KprofInputError(
+            "--timer", "kernel-time reads each graph replay's activity records: not with --captures none"
+        )
     if req.buffers not in BUFFERS:
         raise KprofInputError("--buffers", "must be shared (kprof's protocol) or per-leg (the PR method)")
     if req.dtype is not None and req.dtype not in DTYPES:

@@ -109,11 +109,15 @@ def run_timer_label(mode: str, events_label: str, timer_info: dict[str, Any]) ->
     return f"{KERNEL_TIME_LABEL} for cases under {below / 1e3:.0f} µs, {events_label} above"
 
 
-def wants_kernel_time(mode: str, t_event_ns: float, timer_info: dict[str, Any], device: str) -> bool:
+def wants_kernel_time(
+    mode: str, t_event_ns: float, timer_info: dict[str, Any], device: str, graphs: bool = True
+) -> bool:
     """Whether a case whose baseline takes ``t_event_ns`` under events is timed by kernel times.
     ``auto`` needs the start-of-run measurement of the event overhead; without it (a failed
-    self-check, an AMD GPU where it is not run) events stay."""
-    if device == "cpu" or mode == "events":
+    self-check, an AMD GPU where it is not run) events stay. Eager calls (``graphs`` False) stay on
+    events: their activity records cannot be told apart call by call (a call's own syncs and copies
+    are among them)."""
+    if device == "cpu" or mode == "events" or not graphs:
         return False
     if mode == "kernel-time":
         return True
