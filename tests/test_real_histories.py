@@ -168,3 +168,59 @@ def test_a_shadowing_copy_is_refused_in_every_revision(untidy: Untidy, tmp_path:
     assert res.exit_code != 0
     assert f"imported untidy from {site / 'untidy' / '__init__.py'}, not from the revision's tree" in res.output
     assert "Traceback" not in res.output
+
+
+CPU = ["--device", "cpu", "--rounds", "10", "--samples", "3", "--threshold", "5"]
+
+
+def _run(untidy: Untidy, out: Path, *extra: str) -> dict:
+    args = ["run", str(untidy.benchmark), "--revisions", untidy.range, "--repo", str(untidy.repo), "--paths", "src"]
+    res = runner.invoke(app, [*args, *CPU, *extra, "--out", str(out), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output[-3000:]
+    return json.loads(res.stdout)
+
+
+def _signs_hold(row: dict, slower: bool, biased: bool) -> bool:
+    """The row's verdict for a commit that doubles (or cuts to an eighth) the work: the host
+    clock's A/A can exclude 0 on a busy CPU, and its bias bound may then explain a verdict."""
+    want = "SLOWER" if slower else "FASTER"
+    return row["verdict"] == want or (biased and row["verdict"] in ("BIASED", "UNRESOLVED"))
+
+
+@pytest.mark.slow  # eight revision hosts, then ten, then two bisect steps, under the host clock (about 70 s)
+def test_sequence_leave_one_out_and_bisect_on_an_untidy_history(untidy: Untidy, tmp_path: Path) -> None:
+    """The issue's built history, end to end: the sequence names both changes with their signs and
+    steps over the commit that does not compile; leave-one-out with --paths times every revert that
+    applies and gives the rest their sequence rows; the bisect reports both changes."""
+    shas = untidy.shas
+    seq = _run(untidy, tmp_path / "seq")
+    biased = seq["aa"][0]["verdict"] == "BIASED"
+    rows = {(r["design"], r["lever"]): r for r in seq["sequence"]}
+    assert _signs_hold(rows[("sequence", shas["slower"])], slower=True, biased=biased)
+    faster = rows[("sequence", shas["faster"])]
+    assert _signs_hold(faster, slower=False, biased=biased)
+    assert faster["spans"] == [shas["broken"], shas["faster"]]  # measured across the broken half
+    assert ("sequence", shas["broken"]) not in rows
+    assert rows[("sequence", shas["comment"])]["verdict"] in ("SAME", "UNRESOLVED")
+
+    loo = _run(untidy, tmp_path / "loo", "--design", "leave-one-out")
+    status = loo["case_status"]["n"]["failed"]
+    assert not any("CHANGELOG" in why for why in status.values())  # cut to --paths: code conflicts only
+    attribution = runner.invoke(app, ["attribute", str(tmp_path / "loo"), "--format", "json"], catch_exceptions=False)
+    levers = {(r["design"], r["lever"]): r for r in json.loads(attribution.stdout)["levers"]}
+    assert ("leave_one_out", shas["reword"]) in levers  # its revert applied: timed
+    for commit in ("slower", "comment", "faster"):  # their reverts conflict: each has its sequence row
+        assert ("sequence", shas[commit]) in levers and ("leave_one_out", shas[commit]) not in levers
+    assert levers[("sequence", shas["slower"])]["effect_pct"] < -30
+
+    out = tmp_path / "bisect"
+    args = ["run", str(untidy.benchmark), "--revisions", untidy.range, "--repo", str(untidy.repo), "--paths", "src"]
+    res = runner.invoke(app, [*args, *CPU, "--design", "bisect", "--out", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output[-3000:]
+    found = json.loads(res.stdout)
+    commits = [c["sha"][:7] for c in found["commits"]]
+    numbers = {c["hi"]: c for c in found["changes"]}
+    assert commits.index(shas["slower"]) + 1 in numbers  # the slower commit, found on its own
+    fast = commits.index(shas["faster"]) + 1
+    assert fast in numbers and numbers[fast]["lo"] in (fast - 1, fast - 2)  # alone, or with the broken half
+    assert numbers[fast]["effect_pct"] > 0 > numbers[commits.index(shas["slower"]) + 1]["effect_pct"]
