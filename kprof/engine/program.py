@@ -28,13 +28,18 @@ from kprof.engine.design import aa_legs
 from kprof.engine.schedule import round_orders
 from kprof.errors import KprofInputError, checked_regex
 from kprof.events import Event, LegFailed, RevisionRefused, RoundDone
+from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.ingest.load import load_trace
 from kprof.ingest.names import name_matches
 from kprof.run_model import PER_CALL, CaseRecord, Leg, Placement, ProgramSubject, Protocol, Role, Run
 from kprof.store.run_folder import RunFolder
+from kprof.trace import Trace
 
 BUSY_CASE = "GPU busy per process"
 BUSY_STEP_CASE = "GPU busy per step"
+HOST_CASE = "host time per process"  # --device cpu: the profiled span of a CPU program (host clock)
+HOST_STEP_CASE = "host time per step"  # its step ranges' lengths, the first step left out
+HOST_TIMER = "host-clock (a CPU program's profiler ranges: not device time)"
 LEG_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9_.+-]+)(?::(?P<env>.*))?$")
 
 
@@ -74,6 +79,7 @@ class ProgramRequest:
     in_tree: bool = False  # --in-tree: the script at its path inside each revision's tree
     steps: str | None = None  # --steps: a regex over the trace's ranges that marks steps
     metric: str | None = None  # --metric: a regex over kernel names; their device time per step is a case
+    device: str | None = None  # --device cpu: a CPU program, timed by its profiler ranges (host clock)
 
     @property
     def by_revision(self) -> bool:
@@ -96,6 +102,15 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
     if not req.program:
         raise KprofInputError("--", "no program to run (put it after --)")
     program_collector(req.collector).check(req.program)
+    on_cpu = req.device == "cpu"
+    if req.device not in (None, "cpu") and not str(req.device).startswith("cuda"):
+        raise KprofInputError("--device", f"expected cpu, cuda or cuda:N, got {req.device!r}")
+    if on_cpu and req.collector != "torch":
+        raise KprofInputError(
+            "--collector", f"a CPU program is timed under torch (its profiler's ranges), not {req.collector}"
+        )
+    if on_cpu and req.metric:
+        raise KprofInputError("--metric", "selects kernels by their device time: not for a CPU program")
     if req.rounds < 6:
         raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval")
     subject = ProgramSubject(
@@ -109,15 +124,15 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         command="kprof " + " ".join(req.argv),
         collector=req.collector,
         preset="program",
-        cases=[CaseRecord(BUSY_CASE)],
+        cases=[CaseRecord(HOST_CASE if on_cpu else BUSY_CASE)],
         design="program",
         legs=[],
         protocol=Protocol(rounds=req.rounds),
-        placement=Placement(device="cuda"),
+        placement=Placement(device="cpu" if on_cpu else "cuda"),
         seed=req.seed,
         dtype="program",
         threshold_pct=req.threshold_pct,
-        timer=f"{req.collector} trace (device time of each process's kernels)",
+        timer=HOST_TIMER if on_cpu else f"{req.collector} trace (device time of each process's kernels)",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
     if not req.by_revision:
@@ -179,7 +194,8 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     bench = run.revisions.benchmark if run.revisions is not None else None
     collect = program_collector(run.collector)
     say_refused(run, on_event)
-    status = run.status(BUSY_CASE)
+    case = run.cases[0].name
+    status = run.status(case)
     dropped: dict[str, str] = dict(status.failed)  # legs left out of every round, and why
     for leg in run.legs:
         tree = run.tree(leg.revision)
@@ -205,7 +221,10 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                 path = collect.run(subject.command, (folder.root / "traces").resolve(), f"r{r:03d}-{li}", env, cwd)
                 trace = load_trace(path, step_pattern=subject.step_pattern or None)
                 common = dict(leg=leg.name, round=r, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
-                rows += process_samples(trace.events, subject, common)
+                on_cpu = run.placement.device == "cpu"
+                rows += (
+                    host_samples(trace, subject, common) if on_cpu else process_samples(trace.events, subject, common)
+                )
             except KprofInputError as e:
                 reason = _reason(e, cwd)
                 base = leg.has(Role.BASELINE) or leg.has(Role.AA)
@@ -219,9 +238,9 @@ def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
                     who = f"the baseline {run.baseline.name}" if base else leg.name
                     raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
         folder.write_part("samples", 0, r, pd.DataFrame(rows))
-        folder.update_case(BUSY_CASE, failed=dropped, failures=failures)
+        folder.update_case(case, failed=dropped, failures=failures)
         on_event(RoundDone(case="program", round=r, rounds=run.protocol.rounds, burn_in=r == 0))
-    folder.update_case(BUSY_CASE, status="done", failed=dropped, failures=failures)
+    folder.update_case(case, status="done", failed=dropped, failures=failures)
 
 
 def _reason(error: KprofInputError, tree: Path | None) -> str:
@@ -245,7 +264,9 @@ def process_samples(events: pd.DataFrame, subject: ProgramSubject, common: dict[
     warm-up) when its trace has steps, GPU busy over the whole process, the --metric kernels' time
     (per steady step, else per process), and every kernel's µs per call (in the steady steps)."""
     if len(events) == 0:
-        raise KprofInputError("the trace", "holds no GPU activity (was it run on a GPU?)")
+        raise KprofInputError(
+            "the trace", "holds no GPU activity (was it run on a GPU? a CPU program is timed with --device cpu)"
+        )
     steps, _ = step_table(events)
     steady = steps.loc[~steps["warmup"].astype(bool), "step"].to_numpy("int64") if len(steps) else []
     if subject.step_pattern and not len(steady):
@@ -263,6 +284,23 @@ def process_samples(events: pd.DataFrame, subject: ProgramSubject, common: dict[
     for name, g in kernels.groupby("name", observed=True):
         rows.append(dict(common, case=f"{name}{PER_CALL}", sample=0, time_ns=float(g["dur_ns"].astype("int64").mean())))
     return rows
+
+
+def host_samples(trace: Trace, subject: ProgramSubject, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """A CPU program's samples, by the host clock: each steady step's length (its step range in the
+    profiler's CPU ranges; the first step, with its warm-up, left out) and the profiled span of the
+    whole process."""
+    cpu = trace.ranges[trace.ranges["domain"] == "cpu"]
+    if not len(cpu):
+        raise KprofInputError("the trace", "holds no CPU ranges (the profiler recorded nothing of the program)")
+    pattern = compile_step_pattern(subject.step_pattern or None)
+    steps = cpu[cpu["name"].map(lambda name: bool(pattern.search(str(name))))].sort_values("start_ns")
+    if subject.step_pattern and len(steps) < 2:
+        raise KprofInputError("--steps", f"{subject.step_pattern!r} marks fewer than two steps in the trace")
+    lengths = (steps["end_ns"] - steps["start_ns"]).to_numpy("int64")[1:]
+    rows = [dict(common, case=HOST_STEP_CASE, sample=i, time_ns=float(t)) for i, t in enumerate(lengths)]
+    span = int(cpu["end_ns"].max()) - int(cpu["start_ns"].min())
+    return [*rows, dict(common, case=HOST_CASE, sample=0, time_ns=float(span))]
 
 
 def metric_case(pattern: str, stepped: bool) -> str:
@@ -291,4 +329,6 @@ def headline_case(folder: RunFolder) -> str:
     if subject.metric:
         stepped = metric_case(subject.metric, True)
         return stepped if stepped in cases else metric_case(subject.metric, False)
+    if HOST_CASE in cases:
+        return HOST_STEP_CASE if HOST_STEP_CASE in cases else HOST_CASE
     return BUSY_STEP_CASE if BUSY_STEP_CASE in cases else BUSY_CASE
