@@ -106,7 +106,7 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _commit(h: History, role: str, subject: str, *edits: tuple[str, str, str]) -> None:
+def commit(h: History, role: str, subject: str, *edits: tuple[str, str, str]) -> None:
     """One commit of edits (path, old, new): ``old`` replaced by ``new``, or ``new`` appended."""
     for path, old, new in edits:
         file = h.repo / path
@@ -118,21 +118,26 @@ def _commit(h: History, role: str, subject: str, *edits: tuple[str, str, str]) -
     h.shas[role], h.subjects[role] = git(h.repo, "rev-parse", "--short=7", "HEAD"), subject
 
 
+def init_repo(repo: Path, files: dict[str, str], message: str) -> None:
+    """A new repository at ``repo`` whose first commit holds ``files`` (path → text)."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", message)
+
+
 def build_repo(root: Path) -> History:
     """The repository and the benchmark outside it. Roles: base, api, readme, slow, docs, broken,
     fix, comment, tests (in that order). With --paths minikern the readme and docs commits are
     left out; the broken revision fails to import; reverting or adding broken/fix alone conflicts
     or fails to import."""
     repo = root / "minikern-repo"
-    (repo / "minikern").mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "minikern" / "kernel.py").write_text(KERNEL)
-    (repo / "minikern" / "__init__.py").write_text(INIT)
-    (repo / "build.py").write_text(BUILD)
-    (repo / ".gitignore").write_text("minikern/_built.py\n__pycache__/\n")
-    (repo / "README.md").write_text("# minikern\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "minikern: a scale kernel")
+    files = {"minikern/kernel.py": KERNEL, "minikern/__init__.py": INIT, "build.py": BUILD}
+    files |= {".gitignore": "minikern/_built.py\n__pycache__/\n", "README.md": "# minikern\n"}
+    init_repo(repo, files, "minikern: a scale kernel")
     (root / "bench").mkdir()
     h = History(repo, root / "bench" / "bench_minikern.py")
     h.benchmark.write_text(BENCHMARK)
@@ -140,12 +145,12 @@ def build_repo(root: Path) -> History:
     kernel = "minikern/kernel.py"
     into = "\n\ndef scale_into(x, alpha, out):\n    _launch(x, out, alpha)\n    return out\n"
     export = ("minikern/__init__.py", "import scale\n", "import scale, scale_into\n")
-    _commit(h, "api", "Add scale_into: write into a given output", (kernel, "", into), export)
-    _commit(h, "readme", "README: usage", ("README.md", "", "Call minikern.scale(x, alpha).\n"))
-    _commit(h, "slow", "Tile loop: 64 passes over each tile", (kernel, "REPEATS = 1 ", "REPEATS = 64 "))
-    _commit(h, "docs", "Docs: what a pass is", ("README.md", "", "A pass reads a tile once.\n"))
-    _commit(h, "broken", "Refactor the launcher, first half", (kernel, "", "\n" + BROKEN))
-    _commit(h, "fix", "Refactor the launcher, second half", (kernel, "\n" + BROKEN, ""))
-    _commit(h, "comment", "Comment on the grid", (kernel, "def _launch", "# one program per tile\ndef _launch"))
-    _commit(h, "tests", "Add a test of scale", ("minikern/test_scale.py", "", "def test_nothing():\n    pass\n"))
+    commit(h, "api", "Add scale_into: write into a given output", (kernel, "", into), export)
+    commit(h, "readme", "README: usage", ("README.md", "", "Call minikern.scale(x, alpha).\n"))
+    commit(h, "slow", "Tile loop: 64 passes over each tile", (kernel, "REPEATS = 1 ", "REPEATS = 64 "))
+    commit(h, "docs", "Docs: what a pass is", ("README.md", "", "A pass reads a tile once.\n"))
+    commit(h, "broken", "Refactor the launcher, first half", (kernel, "", "\n" + BROKEN))
+    commit(h, "fix", "Refactor the launcher, second half", (kernel, "\n" + BROKEN, ""))
+    commit(h, "comment", "Comment on the grid", (kernel, "def _launch", "# one program per tile\ndef _launch"))
+    commit(h, "tests", "Add a test of scale", ("minikern/test_scale.py", "", "def test_nothing():\n    pass\n"))
     return h

@@ -20,13 +20,15 @@ from kprof.engine.host_messages import (
     Ready,
     Time,
     Timed,
+    Trim,
     decode_command,
     decode_reply,
     encode,
 )
 
 COMMANDS = [
-    Gate(reference=True),
+    Gate(reference=True, sets=2),
+    Trim(sets=3),
     Describe(measure=True),
     Capture(keep=["base", "fast"]),
     Time(items=[("fast", 2)], samples=12, kernel_time=True, recapture=True),

@@ -15,19 +15,17 @@ def test_hosts_that_fit_are_said_in_one_line() -> None:
     )
 
 
-def test_hosts_that_do_not_fit_are_refused_with_what_would() -> None:
-    """The issue's case: 9 hosts of ~8 GB on an 80 GB GPU. Three buffer sets fit (8 × 7 GiB × 1.1
-    ≤ 70); the line says so."""
+def test_hosts_that_do_not_fit_keep_fewer_buffer_sets() -> None:
+    """The issue's case: 9 hosts of ~8 GB on an 80 GB GPU. With 3 sets a host the others need
+    8 × 7 GiB × 1.1 = 61.6 GiB of the 70 free plus the 2 the baseline's host gives back: 3 fit."""
     plan = MemoryPlan(hosts=9, held=8 * GIB, free=70 * GIB, sets=4)
-    assert not plan.fits()
-    refusal = plan.refusal()
-    assert refusal.startswith(plan.line() + ": they do not fit; use --buffer-sets 3 (about 2.0 GiB a set)")
-    assert refusal.endswith("or fewer legs (--paths, another --design)")
-    assert (
-        MemoryPlan(hosts=9, held=40 * GIB, free=70 * GIB, sets=1)
-        .refusal()
-        .endswith("they do not fit; use fewer legs (--paths, another --design)")
-    )  # no count of sets would: only fewer legs
+    assert not plan.fits() and plan.sets_that_fit() == 3 and plan.per_set == 2 * GIB
+    said = plan.fitted(3, 6 * GIB, 72 * GIB)
+    assert said.startswith(plan.line() + ": they do not fit with 4 buffer sets a host, so each host keeps 3")
+    assert "the baseline's host now holds 6.0 GiB, 72.0 GiB free" in said
+    too_big = MemoryPlan(hosts=9, held=40 * GIB, free=70 * GIB, sets=1)
+    assert too_big.sets_that_fit() == 0
+    assert too_big.refusal().endswith("even with one buffer set a host; time fewer legs (--paths, another --design)")
 
 
 def test_an_out_of_memory_error_carries_the_plan() -> None:

@@ -12,9 +12,9 @@ reword (rewords the comment the comment commit added), docs (README and changelo
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from own_benchmark_repo import History, commit, git, init_repo
 
 OPS = '''"""untidy's one op: y = 2·x after a host-side wait of PASSES half-milliseconds (steady on a CPU)."""
 import time
@@ -70,46 +70,21 @@ BROKEN = "def _half_done(:  # the refactor's first half\n"
 OPS_PATH = "src/untidy/ops.py"
 
 
-@dataclass
-class Untidy:
-    repo: Path
-    benchmark: Path
-    shas: dict[str, str] = field(default_factory=dict)  # role → short sha
-
+class Untidy(History):
     @property
     def range(self) -> str:
         return f"{self.shas['base']}..{self.shas['docs']}"
 
 
-def git(repo: Path, *args: str) -> str:
-    cmd = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def _commit(h: Untidy, role: str, *edits: tuple[str, str, str]) -> None:
-    """One commit of edits (path, old, new: ``old`` replaced by ``new``, or ``new`` appended), and a
-    changelog line, as every commit of a real project adds."""
-    for path, old, new in [*edits, ("CHANGELOG.md", "", f"- {role}\n")]:
-        file = h.repo / path
-        text = file.read_text() if file.exists() else ""
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(text.replace(old, new, 1) if old else text + new)
-        git(h.repo, "add", path)
-    git(h.repo, "commit", "-q", "-m", role)
-    h.shas[role] = git(h.repo, "rev-parse", "--short=7", "HEAD")
+    """One commit of edits, and a changelog line, as every commit of a real project adds."""
+    commit(h, role, role, *edits, ("CHANGELOG.md", "", f"- {role}\n"))
 
 
 def build(root: Path) -> Untidy:
     repo = root / "untidy"
-    (repo / "src" / "untidy").mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "src" / "untidy" / "__init__.py").write_text("from untidy.ops import work\n")
-    (repo / OPS_PATH).write_text(OPS)
-    (repo / "pyproject.toml").write_text(PYPROJECT)
-    (repo / "CHANGELOG.md").write_text("# Changes\n")
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "base")
+    files = {"src/untidy/__init__.py": "from untidy.ops import work\n", OPS_PATH: OPS, "pyproject.toml": PYPROJECT}
+    init_repo(repo, files | {"CHANGELOG.md": "# Changes\n", ".gitignore": "__pycache__/\n"}, "base")
     (root / "bench").mkdir()
     h = Untidy(repo, root / "bench" / "bench_untidy.py")
     h.benchmark.write_text(BENCHMARK)

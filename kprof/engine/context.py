@@ -41,6 +41,7 @@ class CaseContext:
     workload: Workload
     legs: list[Leg]
     part_index: int = 0  # which of the case's processes this is (kprof.parts)
+    kept_sets: int = 0  # a leg host's buffer sets cut to what GPU memory allows (0: every set of its part)
     states: dict[int, Any] = field(default_factory=dict)  # buffer set → the workload's state
     timer: Timer | None = None
     pads: list[Any] = field(default_factory=list)  # held for the case's life: they set where each buffer set lies
@@ -68,7 +69,8 @@ class CaseContext:
     def part(self) -> Part:
         """This process's share of the case: its buffer sets and its rounds."""
         n_sets = len(self.legs) if self.per_leg_buffers else self.run.protocol.buffer_sets
-        return case_parts(self.run.protocol.rounds, n_sets, self.run.protocol.processes)[self.part_index]
+        part = case_parts(self.run.protocol.rounds, n_sets, self.run.protocol.processes)[self.part_index]
+        return replace(part, sets=part.sets[: self.kept_sets]) if self.kept_sets else part
 
     @property
     def last_part(self) -> bool:

@@ -57,6 +57,13 @@ class Gate(_Command, frozen=True, tag="gate"):
     """Every leg on every buffer set, outputs poisoned first and saved for the parent to compare."""
 
     reference: bool = False  # also save the float64 reference (the baseline revision's host)
+    sets: int = 0  # set up only the first this many buffer sets (0: every set): what GPU memory allows
+
+
+class Trim(_Command, frozen=True, tag="trim"):
+    """Keep only the first ``sets`` buffer sets (and their calls and outputs); give the rest back."""
+
+    sets: int
 
 
 class Describe(_Command, frozen=True, tag="describe"):
@@ -87,9 +94,10 @@ class Exit(_Command, frozen=True, tag="exit"):
     pass
 
 
-Command = Gate | Describe | Capture | Time | Race | ReadConditions | Exit
+Command = Gate | Trim | Describe | Capture | Time | Race | ReadConditions | Exit
 REPLIES: dict[type, type] = {
     Gate: Gated,
+    Trim: Gated,
     Describe: Described,
     Capture: Estimated,
     Time: Timed,

@@ -36,6 +36,7 @@ from kprof.engine.host_messages import (
     ReadConditions,
     Ready,
     Time,
+    Trim,
     decode_reply,
     encode,
 )
@@ -240,15 +241,12 @@ class HostedCase:
         plan: MemoryPlan | None = None
         for key in [self.base_key, *(k for k in self.hosts if k != self.base_key)]:  # the baseline's first
             try:
-                reply = self.hosts[key].ask(Gate(reference=key == self.base_key))
+                reply = self.hosts[key].ask(Gate(reference=key == self.base_key, sets=self.sets))
             except HostDied as e:
                 raise HostDied(plan.explain(str(e)) if plan else str(e), e.revision_wide) from None
             self.sets = reply.sets
             if key == self.base_key and reply.held_bytes and len(self.hosts) > 1:
-                plan = MemoryPlan(len(self.hosts), reply.held_bytes, reply.free_bytes, reply.sets)
-                self.on_event(Note(text=f"{self.case}: {plan.line()}"))
-                if not plan.fits():
-                    raise HostDied(plan.refusal())
+                plan = self.plan_memory(MemoryPlan(len(self.hosts), reply.held_bytes, reply.free_bytes, reply.sets))
             for leg, reason in reply.failed.items():
                 self.fail(leg, plan.explain(reason) if plan else reason)
             launches += launch_rows(self.case, reply.launches)
@@ -285,6 +283,20 @@ class HostedCase:
         if launches:
             self.folder.write_part("launches", self.case_index, None, pd.DataFrame(launches))
         return changed
+
+    def plan_memory(self, plan: MemoryPlan) -> MemoryPlan:
+        """The other hosts fitted to the GPU's free memory, said in one line: as planned, or with
+        fewer buffer sets a host (the baseline's host drops the rest), or refused before they allocate."""
+        if plan.fits():
+            self.on_event(Note(text=f"{self.case}: {plan.line()}"))
+            return plan
+        sets = plan.sets_that_fit()
+        if sets == 0:
+            raise HostDied(plan.refusal())
+        trimmed = self.hosts[self.base_key].ask(Trim(sets=sets))
+        self.sets = trimmed.sets
+        self.on_event(Note(text=f"{self.case}: {plan.fitted(sets, trimmed.held_bytes, trimmed.free_bytes)}"))
+        return MemoryPlan(plan.hosts, trimmed.held_bytes, trimmed.free_bytes, trimmed.sets)
 
     def _saved(self, leg: str, k: int) -> dict[str, Any]:
         return _load(outputs_file(self.folder.root, self.case_index, leg, k))

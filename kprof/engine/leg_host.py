@@ -11,6 +11,7 @@ compare across revisions), Describe, Capture, Time, Race, ReadConditions, Exit.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -40,6 +41,7 @@ from kprof.engine.host_messages import (
     Ready,
     Time,
     Timed,
+    Trim,
     decode_command,
     encode,
 )
@@ -144,6 +146,7 @@ class LegHost:
 
     def gate(self, cmd: Gate) -> Gated:
         ctx, w = self.ctx, self.ctx.workload
+        ctx.kept_sets = cmd.sets
         ctx.setup()
         failed: dict[str, str] = {}
         launches: dict[str, list[dict[str, Any]]] = {}
@@ -165,6 +168,18 @@ class LegHost:
                 save(outs, outputs_file(ctx.folder.root, ctx.case_index, leg.name, k))
                 self.fns[(li, k)] = fn
         return Gated(failed=failed, launches=launches, sets=len(ctx.states), **held_memory(ctx.device))
+
+    def trim(self, cmd: Trim) -> Gated:
+        """Only the first ``cmd.sets`` buffer sets kept: the others' states, calls and outputs are
+        dropped and their memory given back to the GPU (the other hosts of the case need it)."""
+        ctx = self.ctx
+        ctx.kept_sets = cmd.sets
+        kept = ctx.part.sets
+        ctx.states = {k: state for k, state in ctx.states.items() if k in kept}
+        self.fns = {item: fn for item, fn in self.fns.items() if item[1] in kept}
+        self.own_outputs = {item: outs for item, outs in self.own_outputs.items() if item[1] in kept}
+        gc.collect()
+        return Gated(failed={}, launches={}, sets=len(kept), **held_memory(ctx.device))
 
     def describe(self, cmd: Describe) -> Described:
         timer = self.ctx.timer
@@ -217,6 +232,7 @@ class LegHost:
         """The reply to one command (host_messages.REPLIES names its type)."""
         handlers: dict[type, Callable[[Any], msgspec.Struct]] = {
             Gate: self.gate,
+            Trim: self.trim,
             Describe: self.describe,
             Capture: self.capture,
             Time: self.time,

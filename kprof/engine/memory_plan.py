@@ -2,7 +2,9 @@
 revision hosts share one GPU, each holding its own buffer sets, outputs and compiled kernels, and a
 case that outgrows the GPU must be refused with its numbers before round 0, not die mid-gate with
 nothing timed. The baseline's host is gated first; what its allocator then holds (its buffer sets,
-gate outputs and scratch, the float64 reference's temporaries given back) stands for every host."""
+gate outputs and scratch, the float64 reference's temporaries given back) stands for every host.
+Where the others would not fit, every host keeps fewer buffer sets (the baseline's drops the rest):
+fewer placements, a wider placement term, but a case that runs."""
 
 from __future__ import annotations
 
@@ -40,14 +42,34 @@ class MemoryPlan:
             f"{self.hosts - 1} need about {self.others_need / GIB:.1f} GiB, {self.free / GIB:.1f} GiB free"
         )
 
+    @property
+    def per_set(self) -> int:
+        """A buffer set's share of what the host holds (its outputs and scratch counted with it)."""
+        return max(self.held // max(self.sets, 1), 1)
+
+    def sets_that_fit(self) -> int:
+        """The most buffer sets per host (at most this plan's) with which the others fit: the free
+        memory, what the baseline's host gives back by dropping sets counted in (0: not even one)."""
+        for sets in range(self.sets, 0, -1):
+            freed = (self.sets - sets) * self.per_set
+            if (self.hosts - 1) * (sets * self.per_set + CONTEXT_BYTES) * MARGIN <= self.free + freed:
+                return sets
+        return 0
+
     def refusal(self) -> str:
-        """Why the case cannot run on this GPU, and what would fit."""
-        per_set = max(self.held // max(self.sets, 1), 1)
-        room = self.free / MARGIN / max(self.hosts - 1, 1) - CONTEXT_BYTES
-        sets = int(room // per_set)
-        fewer = f"--buffer-sets {sets} (about {per_set / GIB:.1f} GiB a set)" if 1 <= sets < self.sets else None
-        ways = " or ".join(w for w in (fewer, "fewer legs (--paths, another --design)") if w)
-        return f"{self.line()}: they do not fit; use {ways}"
+        """Why the case cannot run on this GPU, even with one buffer set a host."""
+        return (
+            f"{self.line()}: they do not fit, even with one buffer set a host; "
+            "time fewer legs (--paths, another --design)"
+        )
+
+    def fitted(self, sets: int, held: int, free: int) -> str:
+        """The line said when the sets were cut to fit: what was planned, and what runs."""
+        return (
+            f"{self.line()}: they do not fit with {self.sets} buffer sets a host, so each host keeps {sets} "
+            f"(about {self.per_set / GIB:.1f} GiB a set; the baseline's host now holds {held / GIB:.1f} GiB, "
+            f"{free / GIB:.1f} GiB free); fewer placements widen the placement term"
+        )
 
     def explain(self, reason: str) -> str:
         """A host's out-of-memory error with the plan it ran under; other reasons as they are."""
