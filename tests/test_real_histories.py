@@ -88,6 +88,17 @@ def test_leave_one_out_gives_a_conflicting_commit_its_sequence_stand_ins(untidy:
     assert not any(plan.trees[leg.revision or ""].refused for leg in plan.legs if leg.has(Role.SEQUENCE))
 
 
+def test_add_one_gives_a_conflicting_pick_its_sequence_stand_ins(untidy: Untidy) -> None:
+    """Picked onto the base alone, the comment, the faster half and the reword conflict (each edits
+    lines an earlier commit of the range wrote); the slower commit and the broken half apply."""
+    plan = revision_legs(Repo(untidy.repo), untidy.range, [], "add-one", 1, 2e-2, ["src"])
+    refused = {leg.name for leg in plan.legs if plan.trees[leg.revision or ""].refused}
+    shas = untidy.shas
+    assert refused == {f"base + {shas[r]}" for r in ("comment", "faster", "reword")}
+    points = {len(leg.features) for leg in plan.legs if leg.has(Role.SEQUENCE)}
+    assert points == {1, 2, 3, 4, 5}  # each refused commit and the revision before it
+
+
 def _sequence_legs(shorts: list[str]) -> list[Leg]:
     legs = [Leg("base", roles=frozenset({Role.BASELINE, Role.SEQUENCE}))]
     for i, short in enumerate(shorts, 1):
