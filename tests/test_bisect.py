@@ -148,7 +148,8 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
     out = tmp_path / "bisect"
     args = ["run", str(repo / "wl.py"), "--in-tree", "--revisions", f"HEAD~{N}..HEAD", "--design", "bisect"]
     args += ["--device", "cpu"]
-    args += ["--preset", "smoke", "--rounds", "10", "--samples", "3", "--threshold", "5", "--out", str(out), *gpus]
+    # two slots: 8 segments a step, each interval at 1 − 0.05/48, which 10 rounds cannot reach
+    args += ["--preset", "smoke", "--rounds", "12", "--samples", "3", "--threshold", "5", "--out", str(out), *gpus]
     res = CliRunner().invoke(app, [*args, "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     result = json.loads(res.stdout)

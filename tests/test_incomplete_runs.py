@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kprof.cli import INCOMPLETE, app
@@ -69,6 +70,7 @@ def _workload(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # workers killed and started again (10 s on two cores)
 def test_a_worker_killed_once_is_started_again_and_a_leg_that_crashes_twice_is_named(tmp_path: Path) -> None:
     path = _workload(tmp_path)
     out = tmp_path / "run"
@@ -112,6 +114,7 @@ def test_a_worker_killed_once_is_started_again_and_a_leg_that_crashes_twice_is_n
         ]
 
 
+@pytest.mark.slow  # a case killed twice, then resumed (7 s on two cores)
 def test_a_case_killed_twice_from_outside_fails_alone_and_resume_times_it_with_every_leg(tmp_path: Path) -> None:
     path = _workload(tmp_path)
     (tmp_path / "marks" / "kill-n2048").touch()

@@ -164,6 +164,7 @@ def test_a_package_imported_from_outside_the_tree_is_refused(tmp_path: Path) -> 
     assert shadowed(tree, {"pkg": own}) == "" and shadowed(tree, dict(sys.modules)) == ""
 
 
+@pytest.mark.slow  # a leg host per revision, each refusing (9 s on two cores); shadowed() itself is tested above
 def test_a_shadowing_copy_is_refused_in_every_revision(untidy: Untidy, tmp_path: Path) -> None:
     """A copy of the package installed where Python finds it first (here: imported before the tree
     is on the path, by a sitecustomize): every revision would time that copy and read SAME. Each

@@ -65,6 +65,7 @@ def test_wilcoxon_matches_exact_null_and_interval_agrees_with_test(d: list[float
     assert (lo > 0 or hi < 0) == (S.wilcoxon_p(x) <= attained + 1e-12)
 
 
+@pytest.mark.slow  # scipy.stats against every exact table (16 s on two cores: the default suite's 5 minutes)
 def test_p_values_and_quantiles_are_scipys() -> None:
     """kprof computes the signed-rank p (exact, or normal with the tie correction), the sign test,
     BH and the t/F/normal tails without scipy.stats (1.4 s to import): the values must be scipy's,
