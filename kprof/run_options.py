@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
+from kprof.errors import KprofInputError
+
 CASE_HELP = "The case of this name; else every case whose name contains this text."
 
 
@@ -95,6 +97,15 @@ OPTIONS: dict[str, Option] = {
             "captured once per run (faster to set up; small kernels keep per-capture offsets); none: eager calls "
             "under events, no graph (for a launch that synchronises with the host: .item(), .cpu(); the host's "
             "launch gaps are in every time).",
+        ),
+    ),
+    "no_graphs": Option(
+        bool,
+        False,
+        typer.Option(
+            "--no-graphs",
+            help="Time eager calls under events, no CUDA graph: the same as --captures none (for public APIs "
+            "that synchronise with the host).",
         ),
     ),
     "gpus": Option(
@@ -216,17 +227,20 @@ OPTIONS: dict[str, Option] = {
     ),
 }
 
+# Flags that stand for another option's value (the name the issue tracker and other tools use).
+SHORTHANDS = {"no_graphs": ("captures", "none")}
+
 # Which command takes which options, in the order its help lists them.
 WORKLOAD_PROTOCOL = ["rounds", "samples", "buffer_sets", "buffers"]
 RUN = [
     "preset", "case_filter", "design", "target", "sweep", "sweep_baseline", *WORKLOAD_PROTOCOL, "processes",
-    "aa_copies", "timer_mode", "captures", "gpus", "aa_across_gpus", "ray", "torch_leg", "collector", "legs",
+    "aa_copies", "timer_mode", "captures", "no_graphs", "gpus", "aa_across_gpus", "ray", "torch_leg", "collector", "legs",
     "seed", "device", "dtype", "threshold_pct", "revisions", "revs", "repo", "allow_changed_outputs", "setup",
     "paths", "in_tree", "steps", "metric",
 ]  # fmt: skip
 CALIBRATE = [
     "preset", "case_filter", "target", "plants", "aa_copies", *WORKLOAD_PROTOCOL, "device", "timer_mode",
-    "captures", "dtype", "seed",
+    "captures", "no_graphs", "dtype", "seed",
 ]  # fmt: skip
 ATTRIBUTE = ["preset", "case_filter", "design", "target", "sweep", "sweep_baseline", *WORKLOAD_PROTOCOL, "device"]
 
@@ -281,6 +295,11 @@ def request_fields(options: dict[str, Any]) -> dict[str, Any]:
         fields["paths"] = [p.strip() for text in fields["paths"] or [] for p in text.split(",") if p.strip()]
     if "setup" in fields:
         fields["setup"] = fields["setup"] or ""
+    for shorthand, (name, value) in SHORTHANDS.items():
+        if fields.pop(shorthand, False):
+            if fields.get(name, value) not in (value, OPTIONS[name].default):
+                raise KprofInputError(f"--{shorthand.replace('_', '-')}", f"contradicts --{name} {fields[name]}")
+            fields[name] = value
     if fields.get("collector") is None:  # a workload's default (events) and a program's (torch) differ
         fields.pop("collector", None)
     return fields

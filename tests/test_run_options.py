@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from kprof import cli
 from kprof.engine.options import RunRequest
 from kprof.engine.program import ProgramRequest
-from kprof.run_options import ATTRIBUTE, CALIBRATE, OPTIONS, RUN, request_fields
+from kprof.run_options import ATTRIBUTE, CALIBRATE, OPTIONS, RUN, SHORTHANDS, request_fields
 
 runner = CliRunner()
 
@@ -31,7 +31,7 @@ def _defaults(request_type: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("group", [RUN, CALIBRATE, ATTRIBUTE], ids=["run", "calibrate", "attribute"])
 def test_every_option_is_a_field_of_a_request(group: list[str]) -> None:
     names = {f.name for f in fields(RunRequest)} | {f.name for f in fields(ProgramRequest)}
-    assert set(group) <= names, set(group) - names
+    assert set(group) - set(SHORTHANDS) <= names, set(group) - names
     assert len(group) == len(set(group))
 
 
@@ -98,3 +98,11 @@ def test_each_request_keeps_its_own_collector_default(monkeypatch: pytest.Monkey
     assert isinstance(workload, RunRequest) and workload.collector == "events"
     given = _captured(monkeypatch, ["run", "--leg", "a", "--collector", "nsys", "--", "python", "x.py"])
     assert given.collector == "nsys"
+
+
+def test_no_graphs_is_captures_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _captured(monkeypatch, ["run", "paged_decode", "--no-graphs"]).captures == "none"
+    assert _captured(monkeypatch, ["run", "paged_decode"]).captures == "per-round"
+    assert _captured(monkeypatch, ["calibrate", "--no-graphs", "--captures", "none"]).captures == "none"
+    res = runner.invoke(cli.app, ["run", "paged_decode", "--no-graphs", "--captures", "once"])
+    assert res.exit_code == 2 and "--no-graphs: contradicts --captures once" in res.output
