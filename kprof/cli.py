@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from kprof import __version__
+from kprof import __version__, defaults
 from kprof.cli_help import KprofCommand, OneErrorStyle, examples
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
@@ -351,9 +351,6 @@ def _floats(text: str | None, option: str) -> list[float]:
         raise KprofInputError(option, f"expected comma-separated numbers, got {text!r}") from None
 
 
-PROGRAM_ONLY = ("legs", "steps", "metric")  # options of whole programs that a workload run refuses
-
-
 @command(epilog=examples("run"), context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
 @with_options(RUN)
@@ -378,57 +375,22 @@ def run(
     """Run the legs of a workload (correctness gate, interleaved timed rounds) or of a whole program
     (one process per leg per round under a collector); legs are feature sets, git revisions, or
     environments; store every sample."""
-    from kprof.engine.options import RunRequest, program_and_workload
+    from kprof.engine.options import refuse_unknown_options, run_or_program_request
 
     _output_kind(output)  # a file the result cannot go to is said before anything runs
     fields = request_fields(options)
-    _refuse_unknown_options(workload, ctx.args)
-    workload, program = program_and_workload(workload, ctx.args, fields["legs"])
+    refuse_unknown_options(workload, ctx.args)
     if resume:
         from kprof.commands.run import resume_folder
 
         _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt, output=output, quiet=quiet))
         return
-    request: Any
-    if program or fields["legs"]:
-        if fields["processes"] is not None:
-            raise KprofInputError("--processes", "whole programs already run one process per leg per round")
-        from kprof.engine.program import ProgramRequest
-
-        request = ProgramRequest(program=program, argv=sys.argv[1:], **_taken(ProgramRequest, fields))
-    elif workload is None:
-        raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
-    else:
-        for option, name in (("--steps", "steps"), ("--metric", "metric")):
-            if fields[name]:
-                raise KprofInputError(option, "is for whole programs (kprof run … -- CMD)")
-        workload_fields = {k: v for k, v in fields.items() if k not in PROGRAM_ONLY}
-        request = RunRequest(workload=workload, argv=sys.argv[1:], **workload_fields)
+    request = run_or_program_request(workload, ctx.args, fields, sys.argv[1:])
     if fields["design"] == "bisect":
         _bisect(request, out, fmt, output, quiet)
         return
     started = _start(request, out, _say(output_console(stderr=True), quiet))
     _fail_if_incomplete(_execute_and_report(started, fmt, fresh=True, output=output, quiet=quiet))
-
-
-def _refuse_unknown_options(workload: str | None, extra: list[str]) -> None:
-    """`kprof run` passes what it does not know on to a whole program (the words after --); after a
-    bundled workload's name those words are a mistyped option, which once read as a program named
-    after the workload ('--collector: whole programs run under …')."""
-    from kprof.workload import bundled_names
-
-    unknown = [word for word in extra if word.startswith("-")]
-    if workload is not None and unknown and workload in bundled_names():
-        raise KprofInputError(unknown[0], "no such option of kprof run ('kprof run -h' lists them)")
-
-
-def _taken(request_type: Any, fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields a request type has, from the options: a whole program takes the protocol and the
-    revisions, not a workload's buffers or GPUs."""
-    from dataclasses import fields as declared
-
-    names = {f.name for f in declared(request_type)}
-    return {k: v for k, v in fields.items() if k in names}
 
 
 def _start(request: Any, out: Path | None, say: Callable[[Any], None] | None = None) -> Any:
@@ -513,7 +475,7 @@ def attribute_command(
         if root.is_dir() or (root.suffix != ".py" and "/" in subject):
             what = "is not a kprof run folder (no meta.json) nor a workload" if root.exists() else "no such run folder"
             raise KprofInputError(subject, what)
-        threshold_pct = threshold if threshold is not None else 0.5
+        threshold_pct = threshold if threshold is not None else defaults.THRESHOLD_PCT
         request = RunRequest(
             workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
         )
@@ -543,7 +505,9 @@ def attribute_command(
 def compare_command(
     a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
     b: Annotated[Path, typer.Argument(help="B: the same kind as A.")],
-    threshold: Annotated[float, typer.Option(help="Practical threshold in percent for verdicts.")] = 0.5,
+    threshold: Annotated[
+        float, typer.Option(help="Practical threshold in percent for verdicts.")
+    ] = defaults.THRESHOLD_PCT,
     steps: Annotated[str | None, typer.Option(help="Step regex for traces (default ProfilerStep#N).")] = None,
     fail_on: Annotated[
         str | None,

@@ -45,10 +45,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
+from kprof import defaults
 from kprof.errors import KprofInputError
 
 RUN_FORMAT_VERSION = 5
@@ -279,6 +280,15 @@ class Missing:
         return f"case {self.case} failed: {self.reason}" if self.reason else f"case {self.case} has not finished"
 
 
+class Sample(NamedTuple):
+    """One timing of one leg in a round: the case it counts for (a whole program's trace gives
+    several), its index among that case's samples of the leg in the round, and the time."""
+
+    case: str
+    sample: int
+    time_ns: float
+
+
 @dataclass
 class CaseStatus:
     """How far a case got. ``status`` is empty while it runs, ``done`` or ``failed`` at the end."""
@@ -293,22 +303,32 @@ class CaseStatus:
     legs_timed: list[str] = field(default_factory=list)
     baseline_warmup_ns: float | None = None
     timer: str = ""  # the timer of this case's samples (kernel times for small cases, events above)
-    extra: dict[str, Any] = field(default_factory=dict)  # anything else a stage recorded
+    kernel_time: bool = False  # the first process timed by kernel time: a later process times alike
+    failures: dict[str, str] = field(default_factory=dict)  # a whole program's "LEG round R" → why that process failed
+    crash_reasons: dict[str, str] = field(default_factory=dict)  # a crashed leg → its worker's last words
+    changed_outputs: dict[str, str] = field(default_factory=dict)  # revisions timed although their outputs changed
+    spin_ladder: dict[str, Any] | None = None  # how a calibration's planted spins were sized
+    gpu: str | int | None = None  # where the case ran (a host GPU, or a Ray node's)
+    device_name: str | None = None
+    device_uuid: str | None = None
 
     @property
     def finished(self) -> bool:
         return self.status in ("done", "failed")
 
     def record(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
-        return {**{k: v for k, v in out.items() if v not in (None, "", [], {})}, **self.extra}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in out.items() if v not in (None, "", [], {}, False)}
 
     @classmethod
     def from_record(cls, d: Any, where: str = "meta.json") -> CaseStatus:
+        """A stored status; keys this kprof does not know are left out (a folder of an older kprof
+        kept a crashed leg's reason as ``crash:LEG``)."""
         if not isinstance(d, dict):
             raise KprofInputError(where, f"holds a case status that is not a JSON object ({type(d).__name__})")
-        known = {f.name for f in fields(cls)} - {"extra"}
-        status = cls(**{k: v for k, v in d.items() if k in known}, extra={k: v for k, v in d.items() if k not in known})
+        known = {f.name for f in fields(cls)}
+        status = cls(**{k: v for k, v in d.items() if k in known})
+        status.crash_reasons.update({k.removeprefix("crash:"): v for k, v in d.items() if k.startswith("crash:")})
         for name, kind in _STATUS_TYPES.items():
             if not isinstance(getattr(status, name), kind):
                 raise KprofInputError(
@@ -326,6 +346,9 @@ _STATUS_TYPES: dict[str, type | tuple[type, ...]] = {
     "no_op_legs": list,
     "legs_timed": list,
     "timer": str,
+    "failures": dict,
+    "crash_reasons": dict,
+    "changed_outputs": dict,
 }
 
 
@@ -335,11 +358,18 @@ class Protocol:
 
     rounds: int
     samples: int | None = None  # requested cold samples per leg per round (None: sized per case)
-    buffer_sets: int = 4
-    buffers: str = "shared"  # or "per-leg" (the PR method)
+    buffer_sets: int = defaults.BUFFER_SETS
+    buffers: str = defaults.BUFFERS  # or "per-leg" (the PR method)
     processes: int = 1  # worker processes per case, one after another (kprof.parts)
-    timer_mode: str = "auto"  # events, kernel-time, or auto: kernel times below the size the self-check measures
-    captures: str = "per-round"  # graphs captured afresh every round, or once per run (folders from before: once)
+    timer_mode: str = (
+        defaults.TIMER_MODE
+    )  # events, kernel-time, or auto: kernel times below the size the self-check measures
+    captures: str = defaults.CAPTURES  # graphs captured afresh every round, or once per run (folders from before: once)
+
+    @property
+    def total_rounds(self) -> int:
+        """Every round a case has on disk: the timed rounds and each process's burn-in round."""
+        return self.rounds + self.processes
 
 
 @dataclass
@@ -360,8 +390,8 @@ class Run:
     cases: list[CaseRecord]
     protocol: Protocol
     placement: Placement = field(default_factory=lambda: Placement())
-    seed: int = 0
-    threshold_pct: float = 0.5
+    seed: int = defaults.SEED
+    threshold_pct: float = defaults.THRESHOLD_PCT
     dtype: str = ""
     design: str = ""
     preset: str = ""
@@ -437,7 +467,7 @@ class Run:
                 continue
             out += [Missing(case, leg, reason, refused=True) for leg, reason in status.failed.items()]
             out += [
-                Missing(case, leg, f"its worker died twice: {status.extra.get(f'crash:{leg}', 'no reason kept')}")
+                Missing(case, leg, f"its worker died twice: {status.crash_reasons.get(leg, 'no reason kept')}")
                 for leg in status.crashed_legs
             ]
         return out

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kprof import defaults
 from kprof.errors import KprofInputError
 
 CASE_HELP = "The case of this name; else every case whose name contains this text."
@@ -55,14 +56,16 @@ OPTIONS: dict[str, Option] = {
     "plants": Option(
         str, "0.5,1,2", typer.Option("--plant", help="Planted delays, percent of the leg's time (comma-separated).")
     ),
-    "rounds": Option(int, 16, typer.Option(help="Timed rounds (plus one burn-in round).")),
+    "rounds": Option(int, defaults.ROUNDS, typer.Option(help="Timed rounds (plus one burn-in round).")),
     "samples": Option(
         int | None, None, typer.Option(help="Cold samples per leg per round (default: from the kernel's length).")
     ),
-    "buffer_sets": Option(int, 4, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)),
+    "buffer_sets": Option(
+        int, defaults.BUFFER_SETS, typer.Option(help="Input/output buffer sets, rotated across rounds.", min=1)
+    ),
     "buffers": Option(
         str,
-        "shared",
+        defaults.BUFFERS,
         typer.Option(
             help="shared: all legs of a round share a buffer set (kprof); per-leg: each leg owns its buffers (the "
             "PR method, for comparison)."
@@ -76,10 +79,10 @@ OPTIONS: dict[str, Option] = {
             "sets, so what one process holds is in the interval (default: 2 on a GPU, else 1)."
         ),
     ),
-    "aa_copies": Option(int, 1, typer.Option(help="Independent A/A copies of the baseline.", min=1)),
+    "aa_copies": Option(int, defaults.AA_COPIES, typer.Option(help="Independent A/A copies of the baseline.", min=1)),
     "timer_mode": Option(
         str,
-        "auto",
+        defaults.TIMER_MODE,
         typer.Option(
             "--timer",
             help="GPU timer: events (CUDA events around each replay), kernel-time (CUPTI activity records: the "
@@ -89,7 +92,7 @@ OPTIONS: dict[str, Option] = {
     ),
     "captures": Option(
         str,
-        "per-round",
+        defaults.CAPTURES,
         typer.Option(
             "--captures",
             help="per-round (default): every round times graphs captured afresh, so what one capture of a graph "
@@ -156,12 +159,14 @@ OPTIONS: dict[str, Option] = {
             help="Whole-program leg NAME[:VAR=VALUE,…]; the first is the baseline. The program follows --.",
         ),
     ),
-    "seed": Option(int, 0, typer.Option(help="Seed for inputs and leg order.")),
+    "seed": Option(int, defaults.SEED, typer.Option(help="Seed for inputs and leg order.")),
     "device": Option(
         str | None, None, typer.Option(help="cuda (default when present) or cpu (Triton interpreter, host clock).")
     ),
     "dtype": Option(str | None, None, typer.Option(help="Data type (default: bfloat16 on GPU, float16 on CPU).")),
-    "threshold_pct": Option(float, 0.5, typer.Option("--threshold", help="Practical threshold in percent.")),
+    "threshold_pct": Option(
+        float, defaults.THRESHOLD_PCT, typer.Option("--threshold", help="Practical threshold in percent.")
+    ),
     "revisions": Option(
         str | None,
         None,
@@ -234,8 +239,8 @@ SHORTHANDS = {"no_graphs": ("captures", "none")}
 WORKLOAD_PROTOCOL = ["rounds", "samples", "buffer_sets", "buffers"]
 RUN = [
     "preset", "case_filter", "design", "target", "sweep", "sweep_baseline", *WORKLOAD_PROTOCOL, "processes",
-    "aa_copies", "timer_mode", "captures", "no_graphs", "gpus", "aa_across_gpus", "ray", "torch_leg", "collector", "legs",
-    "seed", "device", "dtype", "threshold_pct", "revisions", "revs", "repo", "allow_changed_outputs", "setup",
+    "aa_copies", "timer_mode", "captures", "no_graphs", "gpus", "aa_across_gpus", "ray", "torch_leg", "collector",
+    "legs", "seed", "device", "dtype", "threshold_pct", "revisions", "revs", "repo", "allow_changed_outputs", "setup",
     "paths", "in_tree", "steps", "metric",
 ]  # fmt: skip
 CALIBRATE = [

@@ -17,7 +17,7 @@ from conftest import DEVICE, ROOT
 from kprof.analysis.attribution import attribute_run, sweep_table
 from kprof.analysis.run_effects import leg_effects
 from kprof.cli import app
-from kprof.engine.design import design_legs
+from kprof.designs.legs import design_legs
 from kprof.run_model import Leg
 
 LEVERS = ("a", "b", "c")
@@ -81,12 +81,12 @@ def test_add_one_leave_one_out_shapley_and_interaction_recover_the_truth() -> No
 
 
 def test_shapley_adds_up_to_the_total_in_every_round() -> None:
-    from kprof.analysis.attribution import Quantity, lever_values
     from kprof.analysis.run_effects import per_round_logs, round_statistics
+    from kprof.designs import LegValues, Quantity, lever_values
 
     samples, legs = _samples(noise=0.01, seed=3)
     logs = per_round_logs(round_statistics(samples), "c")
-    values = lever_values(logs, legs, LEVERS)
+    values = lever_values(LegValues(logs, legs, tuple(LEVERS)))
     total = values[Quantity("total")]
     assert np.allclose(sum(values[Quantity("shapley", f)] for f in LEVERS), total)
 

@@ -15,15 +15,14 @@ import pytest
 from fake_runs import as_version_3
 
 import kprof.engine.context as context_module
-from kprof.engine.planting import LADDER_ROUNDS, cycles_for, ladder, ladder_fit, measure_ladder, size_spins
 from kprof.engine.request import RunRequest, create_run
-from kprof.engine.rounds import capture_order
-from kprof.engine.worker import run_case
+from kprof.engine.worker import capture_order, run_case
 from kprof.errors import KprofInputError
 from kprof.report.run_report import spin_ladder_note
 from kprof.run_model import Run
 from kprof.timer import Item
 from kprof.timer.host import HostTimer
+from kprof.timer.spins import LADDER_ROUNDS, cycles_for, ladder, ladder_fit, measure_ladder, size_spins
 
 
 class RecordingTimer(HostTimer):

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from kprof.analysis.program_samples import HOST_CASE, HOST_STEP_CASE, host_samples
 from kprof.cli import app
-from kprof.engine.program import HOST_CASE, HOST_STEP_CASE, ProgramRequest, host_samples, plan_program_run
+from kprof.engine.program import ProgramRequest, plan_program_run
 from kprof.errors import KprofInputError
 from kprof.run_model import ProgramSubject
 from kprof.trace import Trace
@@ -35,14 +36,14 @@ def _trace(steps: list[tuple[int, int]]) -> Trace:
 
 def test_host_time_per_steady_step_and_per_process() -> None:
     trace = _trace([(100, 1_100), (1_200, 1_700), (1_800, 2_400)])  # the first step is warm-up
-    rows = host_samples(trace, ProgramSubject(command=["python", "x.py"], name="x"), {"leg": "a"})
-    assert [(r["case"], r["time_ns"]) for r in rows] == [
+    rows = host_samples(trace, ProgramSubject(command=["python", "x.py"], name="x"))
+    assert [(r.case, r.time_ns) for r in rows] == [
         (HOST_STEP_CASE, 500.0),
         (HOST_STEP_CASE, 600.0),
         (HOST_CASE, 10_000.0),
     ]
     with pytest.raises(KprofInputError, match="--steps: 'decode' marks fewer than two steps"):
-        host_samples(trace, ProgramSubject(command=["python", "x.py"], name="x", step_pattern="decode"), {})
+        host_samples(trace, ProgramSubject(command=["python", "x.py"], name="x", step_pattern="decode"))
 
 
 def test_a_cpu_program_takes_the_torch_collector_only() -> None:

@@ -224,8 +224,8 @@ def test_recapture_replaces_each_graph_and_keeps_its_work() -> None:
 
 def test_planted_spins_add_what_they_were_asked_for() -> None:
     """The spin ladder, measured in kernel time: a 500 ns spin adds 500 ns (± 20%)."""
-    from kprof.engine.planting import cycles_for, ladder, ladder_fit, measure_ladder
     from kprof.timer.cuda import CudaEventTimer
+    from kprof.timer.spins import cycles_for, ladder, ladder_fit, measure_ladder
 
     timer = CudaEventTimer()
     timer.kernel_time = True

@@ -88,7 +88,7 @@ def test_cases_run_at_once_on_their_slots_and_give_the_same_table(tmp_path: Path
     run = RunFolder(sharded).read_run()
     status = {case: run.status(case) for case in run.case_names}
     assert all(s.status == "done" for s in status.values())  # no update of meta.json was lost
-    assert {s.extra["gpu"] for s in status.values()} == {"0", "1"}
+    assert {s.gpu for s in status.values()} == {"0", "1"}
     assert set(run.timer_info["gpus"]) == {"0", "1"}  # each slot measured itself once
     assert all("measured_in_case" in m for m in run.timer_info["gpus"].values())
     log.unlink()
@@ -133,7 +133,7 @@ def test_a_revision_run_shards_its_cases_and_pins_every_host_of_a_case(
     run = RunFolder(out).read_run()
     status = {case: run.status(case) for case in run.case_names}
     assert all(s.status == "done" for s in status.values()), status
-    assert {s.extra["gpu"] for s in status.values()} == {"0", "1"}
+    assert {s.gpu for s in status.values()} == {"0", "1"}
     assert set(run.timer_info["gpus"]) == {"0", "1"}
     assert {row["case"] for row in json.loads(res.stdout)["legs"]} == {"n1024", "n2048", "n4096"}
 

@@ -14,8 +14,8 @@ from kprof.engine.host_messages import (
     Conditions,
     Describe,
     Exit,
-    Gate,
-    Race,
+    GateLegs,
+    RaceCheck,
     ReadConditions,
     Ready,
     Time,
@@ -27,12 +27,12 @@ from kprof.engine.host_messages import (
 )
 
 COMMANDS = [
-    Gate(reference=True, sets=2),
+    GateLegs(reference=True, sets=2),
     Trim(sets=3),
     Describe(measure=True),
     Capture(keep=["base", "fast"]),
     Time(items=[("fast", 2)], samples=12, kernel_time=True, recapture=True),
-    Race(items=[("base", 0), ("fast", 0)], round=5),
+    RaceCheck(items=[("base", 0), ("fast", 0)], round=5),
     ReadConditions(),
     Exit(),
 ]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import real
 from kprof.cli import app
-from kprof.engine.design import design_legs
+from kprof.designs.legs import design_legs
 from kprof.errors import KprofInputError
 from kprof.ingest.load import load_trace
 

@@ -12,7 +12,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "kprof"
 # Layers that know nothing of how runs are executed or commands are offered.
-LOWER = ("kprof.analysis", "kprof.store", "kprof.ingest", "kprof.report", "kprof.timer", "kprof.intervals")
+LOWER = (
+    "kprof.analysis",
+    "kprof.designs",
+    "kprof.store",
+    "kprof.ingest",
+    "kprof.report",
+    "kprof.timer",
+    "kprof.intervals",
+)
 UPPER = ("kprof.engine", "kprof.revisions", "kprof.commands", "kprof.cli", "kprof.collectors")
 
 

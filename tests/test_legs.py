@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from kprof.engine.design import design_legs
+from kprof.designs.legs import design_legs
 from kprof.engine.schedule import round_orders, williams_rows
 from kprof.errors import KprofInputError
 

@@ -36,8 +36,8 @@ def test_a_run_on_a_local_ray_cluster_gives_the_same_samples_table(cluster, tmp_
     assert len(a) and a.equals(b)  # the same rounds and samples, written back by the driver
     run = RunFolder(on_ray).read_run()
     status = run.status(run.case_names[0])
-    assert status.status == "done" and status.extra["gpu"].endswith("/cpu")  # which node ran it
-    assert status.extra["gpu"] in run.timer_info["gpus"]
+    assert status.status == "done" and status.gpu.endswith("/cpu")  # which node ran it
+    assert status.gpu in run.timer_info["gpus"]
     legs = {r["leg"] for r in json.loads(res.stdout)["legs"]}
     assert {"baseline", "baseline (A/A)"} <= legs
     # a finished case is never sent again: resuming submits nothing and changes nothing

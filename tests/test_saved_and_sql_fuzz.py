@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from conftest import GRAPH, report_fuzz_count
 from kprof.cli import app
-from kprof.engine.design import design_legs
+from kprof.designs.legs import design_legs
 
 runner = CliRunner()
 SAVED: list[str] = []

@@ -109,7 +109,7 @@ def test_a_run_table_reads_as_the_report_reads_it_after_a_resume(tmp_path: Path)
     import pyarrow.parquet as pq
     from fake_runs import write_run
 
-    from kprof.engine.design import design_legs
+    from kprof.designs.legs import design_legs
 
     folder = write_run(tmp_path / "run", design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6)
     folder.compact()

@@ -88,7 +88,7 @@ def test_the_planted_size_has_its_own_interval() -> None:
     spin-alone legs with an interval: over 30 seeded runs the planted interval covers the true
     −0.990% about 95% of the time, and the recovered interval covers it too."""
     from kprof.analysis.run_effects import calibration_table
-    from kprof.engine.design import calibration_legs
+    from kprof.designs.legs import calibration_legs
 
     legs = calibration_legs(["f"], [1.0], 1)
     base, aa, planted, zero, spin = (leg.name for leg in legs)

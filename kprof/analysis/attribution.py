@@ -9,17 +9,19 @@ With v(S) = ln t(S) − ln t(∅) per round (S a set of levers):
 * sequence (commits of a range): ln t(revision i) − ln t(revision before it), each commit against
   its parent as committed (a revision that was not timed is stepped over: the effect spans it);
   cumulative: revision i against the base.
+Each design's quantities are formed in its module (kprof.designs); here they are estimated.
 Every estimate is reported as effect_pct = 100·(exp(−x) − 1), positive = the lever makes it faster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from kprof import defaults
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import (
     CaseSummary,
@@ -30,100 +32,10 @@ from kprof.analysis.run_effects import (
     round_sets,
     round_statistics,
 )
+from kprof.designs import QUANTITY_ORDER, LegValues, lever_values
+from kprof.designs import sequence as seq
+from kprof.designs.base import legs_by_levers
 from kprof.run_model import Leg, Role
-
-SEQUENCE_DESIGNS = ("sequence", "cumulative")  # a range's commits as committed, each against its parent and the base
-DESIGN_ORDER = ("total", "sequence", "cumulative", "add_one", "leave_one_out", "shapley", "interaction", "unexplained")
-
-
-def _leg_by_features(legs: list[Leg]) -> dict[frozenset[str], str]:
-    """Legs without forced parameters, keyed by their feature set (the first, non-A/A copy). A leg
-    that is only a sequence point is left out: its tree is a commit as committed, not the base
-    with those commits added, though its features are the same."""
-    out: dict[frozenset[str], str] = {}
-    for leg in legs:
-        if leg.params or leg.replica or leg.has(Role.AA) or leg.roles == {Role.SEQUENCE}:
-            continue
-        out.setdefault(leg.features, leg.name)
-    return out
-
-
-def sequence_points(legs: list[Leg]) -> dict[int, str]:
-    """The sequence legs of a range run by point: 0 the base, i the tree commit i left (its
-    features are the commits up to it)."""
-    return {len(leg.features): leg.name for leg in legs if leg.has(Role.SEQUENCE) and not leg.has(Role.AA)}
-
-
-def sequence_since(legs: list[Leg], levers: Sequence[str], timed: Collection[str]) -> dict[str, tuple[str, str]]:
-    """Each commit whose revision was timed (its leg in ``timed``) → (its leg, the leg of the timed
-    revision before it): its effect against its parent, or against the last revision before it that
-    could be timed (the effect then spans the commits between)."""
-    points = {i: name for i, name in sequence_points(legs).items() if name in timed}
-    out: dict[str, tuple[str, str]] = {}
-    for i in sorted(points):
-        earlier = [j for j in points if j < i]
-        if i and earlier:
-            out[levers[i - 1]] = (points[i], points[max(earlier)])
-    return out
-
-
-def spanned(legs: list[Leg], levers: Sequence[str], lever: str, parent: str) -> list[str]:
-    """The commits a sequence effect of ``lever`` measured against the leg ``parent`` covers."""
-    start = next(i for i, name in sequence_points(legs).items() if name == parent)
-    return list(levers[start : list(levers).index(lever) + 1])
-
-
-class Quantity(NamedTuple):
-    """An attribution quantity: a design and the lever it is of ("" for the whole change)."""
-
-    design: str  # total, add_one, leave_one_out, shapley, interaction, unexplained
-    lever: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.design}: {self.lever}" if self.lever else self.design
-
-
-def lever_values(logs: pd.DataFrame, legs: list[Leg], levers: Sequence[str]) -> dict[Quantity, pd.Series]:
-    """Per-round series for every attribution quantity that the run's legs allow."""
-    by = _leg_by_features(legs)
-    full = frozenset(levers)
-    base = by.get(frozenset())
-    if base is None or base not in logs:
-        return {}
-
-    def v(fs: frozenset[str]) -> pd.Series | None:
-        name = by.get(fs)
-        return logs[name] - logs[base] if name is not None and name in logs else None
-
-    series: dict[Quantity, pd.Series] = {}
-    total = v(full)
-    if total is not None:
-        series[Quantity("total")] = total
-    add = {f: v(frozenset({f})) for f in levers}
-    for f, s in add.items():
-        if s is not None:
-            series[Quantity("add_one", f)] = s
-        without = v(full - {f})
-        if total is not None and without is not None:
-            series[Quantity("leave_one_out", f)] = total - without
-    n = len(levers)
-    subsets = [frozenset(f for i, f in enumerate(levers) if mask & (1 << i)) for mask in range(1 << n)]
-    if n and all(v(s) is not None for s in subsets):
-        matrix = np.stack([v(s).to_numpy() for s in subsets], axis=1)  # rounds × 2^n, bit i = lever i
-        phi = S.shapley(matrix, n)
-        for i, f in enumerate(levers):
-            series[Quantity("shapley", f)] = pd.Series(phi[:, i], index=logs.index)
-        _, inter = S.factorial_effects(matrix, n)
-        for (i, j), values in inter.items():
-            series[Quantity("interaction", f"{levers[i]}×{levers[j]}")] = pd.Series(values, index=logs.index)
-    if total is not None and all(s is not None for s in add.values()):
-        series[Quantity("unexplained")] = total - sum(add.values())
-    for lever, (leg, parent) in sequence_since(legs, levers, logs.columns).items():
-        series[Quantity("sequence", lever)] = logs[leg] - logs[parent]
-        series[Quantity("cumulative", lever)] = logs[leg] - logs[base]
-    return series
-
 
 # Designs whose quantity is one leg against the baseline: their rows are that leg's row of the
 # leg table (same interval, same verdict), not a second computation of the same comparison.
@@ -142,21 +54,21 @@ def attribute_run(
     their rows; the other designs are computed here by the same function and Benjamini–Hochberg
     adjusted within each case's design (the levers of one design are one family)."""
     rounds = round_statistics(samples)
-    by = _leg_by_features(legs)
-    at = sequence_points(legs)
+    by = legs_by_levers(legs)
+    at = seq.points(legs)
     rows: list[dict[str, Any]] = []
     for case in pd.unique(rounds["case"]):
         logs = per_round_logs(rounds, case).dropna(how="any")
         summary = summaries.get(case)
-        threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
+        threshold = S.pct_threshold_to_log(summary.threshold_pct if summary else defaults.THRESHOLD_PCT)
         leg_rows = effects[effects["case"] == case].set_index("leg") if len(effects) else pd.DataFrame()
-        series = lever_values(logs, legs, levers)
+        series = lever_values(LegValues(logs, legs, tuple(levers)))
         sets = round_sets(samples[samples["case"] == case])
         set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
         derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS}
         terms = placement_terms(pd.DataFrame(derived), set_of_round)
         bias = summary.bias if summary else 0.0
-        since = sequence_since(legs, levers, logs.columns)
+        since = seq.since(legs, levers, logs.columns)
         for key, values in series.items():
             design, lever = key
             if design in LEG_DESIGNS:
@@ -171,7 +83,7 @@ def attribute_run(
                 eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
             if design == "sequence":
-                row["spans"] = spanned(legs, levers, lever, since[lever][1])
+                row["spans"] = seq.spanned(legs, levers, lever, since[lever][1])
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
     if len(table):
@@ -179,7 +91,7 @@ def attribute_run(
         control_false_discoveries(table, tested, by=["case", "design"])
         # Cases in run order, designs in reading order, levers by name.
         rank = {
-            "design": {d: i for i, d in enumerate(DESIGN_ORDER)},
+            "design": {d: i for i, d in enumerate(QUANTITY_ORDER)},
             "case": {c: i for i, c in enumerate(pd.unique(rounds["case"]))},
         }
         table = table.sort_values(
@@ -222,7 +134,7 @@ def sweep_table(
         doses = sorted(((leg.params[0][1], leg.name) for leg in sweep_legs if leg.name in logs), key=lambda x: x[0])
         paired = [(v, n) for v, n in doses if baseline_at.get(v) in logs]
         summary = summaries.get(case)
-        threshold = S.pct_threshold_to_log(summary.threshold_pct) if summary else S.pct_threshold_to_log(0.5)
+        threshold = S.pct_threshold_to_log(summary.threshold_pct if summary else defaults.THRESHOLD_PCT)
         bias = summary.bias if summary else 0.0
         tick = summary.tick if summary else lambda *legs: 0.0
         trend_p = _trend([logs[n] for _, n in doses])

@@ -208,7 +208,7 @@ DECIDED = ("FASTER", "SLOWER", "SAME")
 
 
 @dataclass(frozen=True)
-class Gate:
+class FailRule:
     """``slower>2%``: a SLOWER verdict whose estimate is beyond 2% (a true 2% regression fails it
     about half the time). ``credibly-slower>2%``: the whole 95% interval is beyond 2%, so the gate
     fires only on a regression the data show to exceed 2%. ``point-slower>2%``: the point estimate
@@ -251,17 +251,17 @@ class Gate:
         return row.get("verdict") not in DECIDED and self._beyond(row["effect_pct"] if no_interval else far)
 
 
-def parse_gate(rule: str) -> Gate:
-    """``slower>2%`` → Gate("SLOWER", 2.0); ``credibly-faster>1%`` → Gate("FASTER", 1.0, "credibly")."""
+def parse_gate(rule: str) -> FailRule:
+    """``slower>2%`` → FailRule("SLOWER", 2.0); ``credibly-faster>1%`` → FailRule("FASTER", 1.0, "credibly")."""
     m = FAIL_ON.match(rule.strip().lower())
     if not m:
         raise ValueError(rule)
     mode = (m.group(1) or "verdict-").rstrip("-")
-    return Gate(m.group(2).upper(), float(m.group(3)), mode)
+    return FailRule(m.group(2).upper(), float(m.group(3)), mode)
 
 
 @dataclass
-class GateResult:
+class RuleResult:
     broken: list[str]  # rows that break the rule
     undecided: list[str]  # rows it cannot judge (or, first, why the whole comparison cannot be judged)
 
@@ -271,11 +271,11 @@ def _describe(r: pd.Series, label: str) -> str:
     return f"{r[label]}: {r['effect_pct']:+.2f}%{interval} ({r.get('verdict')})"
 
 
-def judge(comparison: Comparison, gate: Gate) -> GateResult:
+def judge(comparison: Comparison, gate: FailRule) -> RuleResult:
     """Every row (legs, kernels, steps) against ``gate``; the control leg is the yardstick, never a
     row. One trace a side without enough steps gives no interval anywhere: only the point rule can
     judge it."""
-    result = GateResult([], [])
+    result = RuleResult([], [])
     if not comparison.has_verdicts and gate.mode != "point":
         result.undecided.append(
             f"one sample per side ({REPLICATES['none']}): no interval to judge; give repeated traces or at least "

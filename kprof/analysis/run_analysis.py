@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.analysis.attribution import SEQUENCE_DESIGNS, Quantity, attribute_run, lever_values, sweep_table
+from kprof.analysis.attribution import attribute_run, sweep_table
 from kprof.analysis.run_effects import (
     CaseSummary,
     calibration_table,
@@ -19,6 +19,8 @@ from kprof.analysis.run_effects import (
     round_statistics,
     sign_rule,
 )
+from kprof.designs import LegValues, Quantity, lever_values
+from kprof.designs import sequence as seq
 from kprof.errors import KprofInputError
 from kprof.ingest.names import name_labels
 from kprof.run_model import Role, Run
@@ -43,7 +45,7 @@ class RunReport:
 
 def no_rounds_message(run: Run) -> str:
     if run.is_program:
-        failures = run.status(run.case_names[0]).extra.get("failures") or {}
+        failures = run.status(run.case_names[0]).failures
         if failures:
             return f"holds no finished round: every process failed (first: {next(iter(failures.values()))})"
     failed = [(case, s.reason) for case, s in run.case_status.items() if s.status == "failed" and s.reason]
@@ -86,7 +88,7 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     sequence = pd.DataFrame()
     if any(leg.has(Role.SEQUENCE) for leg in run.legs):  # the answer a sequence run is for, in its report
         levers = attribute_run(samples, run.legs, run.lever_names, summaries, effects)
-        sequence = levers[levers["design"].isin(SEQUENCE_DESIGNS)].reset_index(drop=True) if len(levers) else levers
+        sequence = levers[levers["design"].isin(seq.QUANTITIES)].reset_index(drop=True) if len(levers) else levers
     return RunReport(
         run,
         samples,
@@ -137,7 +139,7 @@ def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
     table = attribute_run(samples, run.legs, run.lever_names, report.summaries, report.effects)
     rounds = round_statistics(samples)
     per_round = {
-        case: lever_values(per_round_logs(rounds, case).dropna(how="any"), run.legs, run.lever_names)
+        case: lever_values(LegValues(per_round_logs(rounds, case).dropna(how="any"), run.legs, tuple(run.lever_names)))
         for case in pd.unique(rounds["case"])
     }
     columns = {c.name: c.sweep_columns for c in run.cases}

@@ -169,7 +169,7 @@ class _CaseTerms:
     ticks: dict[str, float]
     tick_of: dict[str, float]
     bias: float
-    aa_placement: S.Placement
+    aa_placement: S.PlacementTerm
     aa: S.Effect | None
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
 
@@ -194,7 +194,7 @@ def _case_terms(
     tick_of = {leg: ticks.get(leg, 0.0) + ticks.get(baseline, 0.0) for leg in compared}
     copies = [name for name in aa_names if name in d_all]
     bias = bias_bound(d_all, copies, tested, n_placements, tick_of)
-    aa_placement = placement.terms.get(aa_leg, S.Placement()) if aa is not None else S.Placement()
+    aa_placement = placement.terms.get(aa_leg, S.PlacementTerm()) if aa is not None else S.PlacementTerm()
     if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
         aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement.half_width, threshold, tick=tick_of[aa_leg])
     return _CaseTerms(
@@ -360,7 +360,7 @@ def round_sets(samples: pd.DataFrame) -> pd.Series | None:
 
 def placement_terms(
     d: pd.DataFrame | Mapping[Any, pd.Series], set_of_round: np.ndarray | None
-) -> dict[Any, S.Placement]:
+) -> dict[Any, S.PlacementTerm]:
     """Each leg's (or quantity's) placement term as folded into its interval (``stats.case_placement``);
     none for each when the rounds did not rotate placements."""
     placements = len(np.unique(set_of_round)) if set_of_round is not None else 0

@@ -421,7 +421,7 @@ FLOOR_ALPHA_SHARE = 0.1  # the pooled floor is at level 1 − α/10 (99.5% besid
 
 
 @dataclass(frozen=True)
-class Placement:
+class PlacementTerm:
     """What a leg's interval carries for where its buffers lay: the spread counted for it
     (``sigma``, log units: its own or the case's pooled one, whichever gave the wider term) and
     ``half_width``, what that adds to each side of its interval in quadrature."""
@@ -435,7 +435,7 @@ class CasePlacement:
     """A case's placement terms: each leg's (``terms``), the spread pooled over its legs (``pooled``,
     log units) and how many legs the floor pools (``legs``; 0: no floor, fewer than two placements)."""
 
-    terms: dict[Any, Placement]
+    terms: dict[Any, PlacementTerm]
     pooled: float = 0.0
     legs: int = 0
 
@@ -456,13 +456,13 @@ def case_placement(spreads: dict[Any, Spread], placements: int, alpha: float = A
     it was 0.9%. On the H200, run k+1's estimate fell inside run k's interval 86% of the time,
     now 92% (docs/benchmarks.md, "Placement pooled over a case's legs")."""
     if placements < 2 or not spreads:
-        return CasePlacement({leg: Placement() for leg in spreads})
+        return CasePlacement({leg: PlacementTerm() for leg in spreads})
     pooled = pooled_spread(spreads)
     floor = float(_floor_half_width(pooled, len(spreads), placements, alpha))
     terms = {}
     for leg, own in counted_spreads(spreads, alpha).items():
         w = placement_half_width(own, placements, alpha)
-        terms[leg] = Placement(own, w) if w >= floor else Placement(pooled, floor)
+        terms[leg] = PlacementTerm(own, w) if w >= floor else PlacementTerm(pooled, floor)
     return CasePlacement(terms, pooled, len(spreads))
 
 

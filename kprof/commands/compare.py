@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kprof.analysis.compare import Comparison, GateResult, Side, compare_sides, judge, parse_gate
+from kprof import defaults
+from kprof.analysis.compare import Comparison, RuleResult, Side, compare_sides, judge, parse_gate
 from kprof.analysis.run_analysis import reported_samples
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
@@ -74,7 +75,11 @@ def load_side(path: Path, steps: str | None) -> Side:
 
 
 def compare(
-    a_path: Path, b_path: Path, threshold_pct: float = 0.5, steps: str | None = None, control: str | None = None
+    a_path: Path,
+    b_path: Path,
+    threshold_pct: float = defaults.THRESHOLD_PCT,
+    steps: str | None = None,
+    control: str | None = None,
 ) -> Comparison:
     a, b = load_side(a_path, steps), load_side(b_path, steps)
     if a.kind != b.kind:
@@ -102,7 +107,7 @@ def _check_control(control: str, a: Side, b: Side) -> None:
             )
 
 
-def gate(comparison: Comparison, rule: str) -> GateResult:
+def gate(comparison: Comparison, rule: str) -> RuleResult:
     """``comparison`` judged by ``slower>2%``, ``credibly-slower>2%``, ``point-slower>2%`` (or the
     ``faster`` forms): the rows that break it and those it cannot judge."""
     try:

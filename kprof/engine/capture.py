@@ -9,13 +9,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kprof.engine.context import CaseContext, Item
+from kprof.engine.case import Item
+from kprof.engine.context import CaseContext
 from kprof.engine.gate import GateResult
 from kprof.engine.gpus import own_timer_info
-from kprof.engine.planting import planted_delays, with_spin
 from kprof.run_model import PLANT
 from kprof.timer import Timer
 from kprof.timer.kernel_time import wants_kernel_time
+from kprof.timer.spins import planted_delays, with_spin
 
 WARMUP_SECONDS = 0.2
 ESTIMATE = "estimate"  # the item that times the baseline's bare work when the baseline is planted
@@ -79,7 +80,7 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
     # baseline's kernel time, so "1%" is 1% of what the case's samples measure.
     chosen = ctx.first_part_status()
     timer.kernel_time = (
-        bool(chosen.extra.get("kernel_time"))
+        chosen.kernel_time
         if chosen is not None
         else wants_kernel_time(
             ctx.run.protocol.timer_mode,
@@ -93,7 +94,7 @@ def capture(ctx: CaseContext, gate: GateResult) -> Captured:
         t_base = sorted(timer.time_round([estimate_item], 9)[estimate_item])[4]
 
     # Planted legs: the leg's work plus a spin sized from the baseline's time; spins alone. The
-    # spins' cycle counts are calibrated in the case's timer (kprof.engine.planting).
+    # spins' cycle counts are calibrated in the case's timer (kprof.timer.spins).
     plants = {plant for li in timed if (plant := ctx.legs[li].plant) is not None}
     spin_ladder = None
     if plants:

@@ -20,8 +20,6 @@ from kprof.store.run_folder import RunFolder
 from kprof.timer import Timer, make_timer
 from kprof.workload import Case, Workload, load_workload
 
-Item = tuple[Any, int]  # (leg index or a probe's name, buffer set)
-
 
 def emit(event: Event) -> None:
     """A progress event for the parent, as one JSON line on stdout."""

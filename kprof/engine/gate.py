@@ -4,11 +4,13 @@ the first set, with the float64 reference. A leg that fails, or whose call raise
 
 The first buffer set also records what each leg launches (kprof.launches) and, on a GPU, the
 compile metadata of its Triton kernels; a leg whose features change nothing in its launches is
-flagged as a possible silent no-op.
+flagged as a possible silent no-op. After each timed round the race check replays every leg once
+more on that round's buffers and compares again: a mismatch there is a race.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,10 +20,11 @@ import pandas as pd
 
 from kprof.compile_info import compile_metadata
 from kprof.correctness import CheckResult, compare, poison
+from kprof.engine.case import Item
 from kprof.engine.context import CaseContext, emit
-from kprof.events import LegFailed, NoOp
+from kprof.events import LegFailed, NoOp, Race
 from kprof.launches import Launch, launch_rows, recording
-from kprof.run_model import Leg, Role
+from kprof.run_model import SPIN_PARAM, Leg, Role
 
 
 @dataclass
@@ -138,7 +141,7 @@ def run_gate(ctx: CaseContext) -> GateResult:
             if leg.name in out.failed or not ctx.uses_set(li, k):
                 continue
             plant = leg.plant
-            if plant is not None and plant[0] == "spin_pct":
+            if plant is not None and plant[0] == SPIN_PARAM:
                 continue  # the spin alone writes no output: nothing to check
             ctx.at("check", leg.name)
             record = k == first and plant is None
@@ -171,3 +174,29 @@ def run_gate(ctx: CaseContext) -> GateResult:
     if rows:
         ctx.folder.write_part("launches", ctx.case_index, None, pd.DataFrame(rows))
     return out
+
+
+def replayed_outputs(ctx: CaseContext, item: Item) -> dict[str, Any]:
+    """The race check's replay, in every transport: the item's prepared call (a graph on a GPU)
+    replayed once on its buffer set, outputs poisoned first, from the state's initial contents."""
+    timer, state = ctx.timer, ctx.states[item[1]]
+    assert timer is not None
+    poison(ctx.workload.outputs(state))
+    ctx.workload.reset(state)
+    timer.replay(item)
+    sync(ctx.device)
+    return ctx.workload.outputs(state)
+
+
+def race_check(ctx: CaseContext, gate: GateResult, items: list[Item], r: int) -> list[dict[str, Any]]:
+    """Each timed leg of round r against the baseline's gate outputs on that set, under its rule."""
+    rows = []
+    for li, k in items:
+        leg = ctx.legs[li]
+        if leg.plant is not None and leg.plant[0] == SPIN_PARAM:
+            continue
+        res = compare(replayed_outputs(ctx, (li, k)), gate.baseline_outputs[k], None, ctx.rule(leg), math.inf)
+        rows.append(check_row(ctx.case.name, leg.name, r, k, res))
+        if not res.passed:
+            emit(Race(case=ctx.case.name, leg=leg.name, round=r, detail=res.detail or ""))
+    return rows

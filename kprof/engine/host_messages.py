@@ -53,7 +53,7 @@ class _Command(msgspec.Struct, frozen=True, tag_field="op"):
     """A command to a leg host; REPLIES names the type of its answer."""
 
 
-class Gate(_Command, frozen=True, tag="gate"):
+class GateLegs(_Command, frozen=True, tag="gate"):
     """Every leg on every buffer set, outputs poisoned first and saved for the parent to compare."""
 
     reference: bool = False  # also save the float64 reference (the baseline revision's host)
@@ -81,7 +81,7 @@ class Time(_Command, frozen=True, tag="time"):
     recapture: bool = False
 
 
-class Race(_Command, frozen=True, tag="race"):
+class RaceCheck(_Command, frozen=True, tag="race"):
     items: list[tuple[str, int]] = []
     round: int = 0
 
@@ -94,14 +94,14 @@ class Exit(_Command, frozen=True, tag="exit"):
     pass
 
 
-Command = Gate | Trim | Describe | Capture | Time | Race | ReadConditions | Exit
+Command = GateLegs | Trim | Describe | Capture | Time | RaceCheck | ReadConditions | Exit
 REPLIES: dict[type, type] = {
-    Gate: Gated,
+    GateLegs: Gated,
     Trim: Gated,
     Describe: Described,
     Capture: Estimated,
     Time: Timed,
-    Race: Checked,
+    RaceCheck: Checked,
     ReadConditions: Conditions,
 }
 _commands = msgspec.json.Decoder(Command)

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -22,7 +22,7 @@ import pandas as pd
 
 from kprof.correctness import Rule, compare
 from kprof.engine.capture import samples_per_round
-from kprof.engine.context import Item
+from kprof.engine.case import CaseRun, Item, Prepared, Sample, run_protocol, samples_of
 from kprof.engine.gate import check_row
 from kprof.engine.gpus import gpu_timer_info, pinned_env, record_device
 from kprof.engine.host_messages import (
@@ -31,8 +31,8 @@ from kprof.engine.host_messages import (
     Command,
     Describe,
     Exit,
-    Gate,
-    Race,
+    GateLegs,
+    RaceCheck,
     ReadConditions,
     Ready,
     Time,
@@ -42,8 +42,6 @@ from kprof.engine.host_messages import (
 )
 from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.memory_plan import MemoryPlan
-from kprof.engine.rounds import RoundPlan, timed_rounds
-from kprof.engine.schedule import round_orders
 from kprof.engine.sharding import shard_cases
 from kprof.events import CaseFailed, Event, LegFailed, Note, RevisionRefused
 from kprof.launches import launch_rows
@@ -160,7 +158,9 @@ def run_hosted_case(
                     on_event(RevisionRefused(leg=", ".join(legs), reason=str(e)))
         if base_key not in hosts:
             raise HostDied(failed.get(run.baseline.name, "the baseline revision's host did not start"))
-        HostedCase(folder, run, case_index, hosts, base_key, failed, on_event, gpu).drive()
+        runner = HostedRunner(folder, run, case_index, hosts, base_key, failed, on_event, gpu)
+        case = run.cases[case_index].name
+        run_protocol(CaseRun(folder, case_index, case, run.protocol, run.seed, runner, on_event))
     finally:
         for host in started.values():
             host.close()
@@ -168,8 +168,10 @@ def run_hosted_case(
 
 
 @dataclass
-class HostedCase:
-    """One case driven across its leg hosts: gate → describe → capture → rounds."""
+class HostedRunner:
+    """A case's legs in their revisions' hosts: gated by each host and compared here, across
+    revisions; each leg timed by its own host, one at a time; the baseline's host reads the round's
+    clocks; each host checks its legs against its own outputs after every round."""
 
     folder: RunFolder
     run: Run
@@ -181,6 +183,8 @@ class HostedCase:
     gpu: int | None = None  # the host GPU every host of this case is pinned to (None: not sharded)
     sets: int = 0
     kernel_time: bool = False  # the case's timer, chosen once for every host
+    timed: list[Leg] = field(default_factory=list)  # items are (index into this list, buffer set)
+    label: str = ""
 
     @property
     def case(self) -> str:
@@ -195,13 +199,13 @@ class HostedCase:
         self.failed[leg] = reason
         self.on_event(LegFailed(case=self.case, leg=leg, reason=reason))
 
-    def drive(self) -> None:
+    def prepare(self) -> Prepared:
         changed = self.gate()
         label = self.record_timer()
-        timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
+        self.timed = [leg for leg in self.run.legs if leg.name not in self.failed and leg.revision in self.hosts]
         estimates: dict[str, float] = {}
         for key, host in self.hosts.items():
-            estimates.update(host.ask(Capture(keep=[leg.name for leg in timed if leg.revision == key])).t_ns)
+            estimates.update(host.ask(Capture(keep=[leg.name for leg in self.timed if leg.revision == key])).t_ns)
         typical_ns = median(estimates.values()) if estimates else 1.0
         samples = samples_per_round(typical_ns, self.run.placement.device, self.run.protocol.samples)
         base_ns = estimates.get(self.run.baseline.name, typical_ns)
@@ -217,11 +221,11 @@ class HostedCase:
             self.case,
             samples=samples,
             failed=self.failed,
-            legs_timed=[leg.name for leg in timed],
+            legs_timed=[leg.name for leg in self.timed],
             changed_outputs=changed,
             timer=KERNEL_TIME_LABEL if self.kernel_time else label,
         )
-        self.rounds(timed, samples)
+        return Prepared(legs=len(self.timed), samples=samples)
 
     def record_timer(self) -> str:
         """The timer's description, and once per GPU its device measurements, from the baseline's
@@ -241,7 +245,7 @@ class HostedCase:
         plan: MemoryPlan | None = None
         for key in [self.base_key, *(k for k in self.hosts if k != self.base_key)]:  # the baseline's first
             try:
-                reply = self.hosts[key].ask(Gate(reference=key == self.base_key, sets=self.sets))
+                reply = self.hosts[key].ask(GateLegs(reference=key == self.base_key, sets=self.sets))
             except HostDied as e:
                 raise HostDied(plan.explain(str(e)) if plan else str(e), e.revision_wide) from None
             self.sets = reply.sets
@@ -301,46 +305,24 @@ class HostedCase:
     def _saved(self, leg: str, k: int) -> dict[str, Any]:
         return _load(outputs_file(self.folder.root, self.case_index, leg, k))
 
-    def rounds(self, timed: list[Leg], samples: int) -> None:
-        """Interleaved timed rounds (kprof.engine.rounds), one leg at a time from its host; round 0
-        is the burn-in."""
-        run = self.run
-        orders = round_orders(len(timed), run.protocol.rounds + 1, run.seed + self.case_index)
-        plan = RoundPlan(
-            folder=self.folder,
-            case_index=self.case_index,
-            case=self.case,
-            samples=samples,
-            rounds={r: [(i, r % self.sets) for i in order] for r, order in enumerate(orders)},
-            last_round=run.protocol.rounds,
-            burn_in=lambda r: r == 0,
-        )
-        legs = HostedLegs(self.hosts, self.base_key, timed, self.kernel_time, run.protocol.captures == "per-round")
-        timed_rounds(plan, legs, self.on_event)
+    def item(self, i: int, r: int) -> Item:
+        return i, r % self.sets
 
-
-@dataclass
-class HostedLegs:
-    """A case's legs in their revisions' hosts: each timed by its own host, one leg at a time; the
-    baseline's host reads the round's clocks; each host checks its legs against its own outputs."""
-
-    hosts: dict[str, Host]
-    base_key: str
-    timed: list[Leg]  # items are (index into this list, buffer set)
-    kernel_time: bool
-    recapture: bool
-    label: str = ""
+    @property
+    def recaptures(self) -> bool:
+        """Each host captures its leg afresh when asked to time it (``--captures per-round``)."""
+        return self.run.protocol.captures == "per-round"
 
     def start_round(self, items: list[Item], r: int) -> None:
-        """Nothing: each host captures its leg afresh when asked to time it (``recapture``)."""
+        """Nothing: each host captures its leg afresh when asked to time it (``recaptures``)."""
 
-    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[float]]:
+    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[Sample]]:
         times = {}
         for i, k in items:
             leg = self.timed[i]
-            ask = Time(items=[(leg.name, k)], samples=samples, kernel_time=self.kernel_time, recapture=self.recapture)
+            ask = Time(items=[(leg.name, k)], samples=samples, kernel_time=self.kernel_time, recapture=self.recaptures)
             reply = self.hosts[leg.revision or ""].ask(ask)
-            times[(i, k)], self.label = reply.times[0], reply.label
+            times[(i, k)], self.label = samples_of(self.case, reply.times[0]), reply.label
         return times
 
     def conditions(self) -> dict[str, Any]:
@@ -352,11 +334,14 @@ class HostedLegs:
         for key, host in self.hosts.items():
             mine = [(leg.name, k) for leg in self.timed if leg.revision == key]
             if mine:
-                rows += host.ask(Race(items=mine, round=r)).rows
+                rows += host.ask(RaceCheck(items=mine, round=r)).rows
         return rows
 
     def leg_name(self, item: Item) -> str:
         return self.timed[item[0]].name
+
+    def finish(self, rounds: dict[int, list[Item]]) -> None:
+        """Nothing: the case's status is the caller's (a host that died fails the case there)."""
 
 
 def execute_hosted(folder: RunFolder, on_event: Callable[[Event], None]) -> None:

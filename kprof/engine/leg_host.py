@@ -4,9 +4,9 @@
 
 The tree goes first on the import path, so the workload's modules are that revision's, while kprof
 itself stays the running one; each tree has its own Triton cache. The parent sends one command per
-line on stdin and reads one reply per line on stdout, typed (kprof.engine.host_messages): Gate (run
+line on stdin and reads one reply per line on stdout, typed (kprof.engine.host_messages): GateLegs (run
 every leg on every buffer set, outputs poisoned first, and save the outputs for the parent to
-compare across revisions), Describe, Capture, Time, Race, ReadConditions, Exit.
+compare across revisions), Describe, Capture, Time, RaceCheck, ReadConditions, Exit.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import msgspec
 from kprof.correctness import Rule, compare
 from kprof.engine.capture import warm_up
 from kprof.engine.context import CaseContext
-from kprof.engine.gate import check_row, checked_call, launch_failure, recorded
+from kprof.engine.gate import check_row, checked_call, launch_failure, recorded, replayed_outputs
 from kprof.engine.host_messages import (
     Capture,
     Checked,
@@ -34,9 +34,9 @@ from kprof.engine.host_messages import (
     Described,
     Estimated,
     Exit,
-    Gate,
     Gated,
-    Race,
+    GateLegs,
+    RaceCheck,
     ReadConditions,
     Ready,
     Time,
@@ -46,7 +46,6 @@ from kprof.engine.host_messages import (
     encode,
 )
 from kprof.engine.lifeline import die_with_parent
-from kprof.engine.rounds import replayed_outputs
 from kprof.errors import KprofInputError
 from kprof.revisions.benchmark import (
     BenchmarkChanged,
@@ -144,7 +143,7 @@ class LegHost:
         self.fns: dict[tuple[int, int], Any] = {}
         self.own_outputs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def gate(self, cmd: Gate) -> Gated:
+    def gate(self, cmd: GateLegs) -> Gated:
         ctx, w = self.ctx, self.ctx.workload
         ctx.kept_sets = cmd.sets
         ctx.setup()
@@ -212,7 +211,7 @@ class LegHost:
         times = timer.time_round(keys, cmd.samples)
         return Timed(times=[times[key] for key in keys], label=timer.label)
 
-    def race(self, cmd: Race) -> Checked:
+    def race(self, cmd: RaceCheck) -> Checked:
         """Each leg replayed on that round's buffers, poisoned first, against its own gate outputs:
         the same code on the same inputs must give the same bytes."""
         rows = []
@@ -231,12 +230,12 @@ class LegHost:
     def answer(self, cmd: Command) -> msgspec.Struct:
         """The reply to one command (host_messages.REPLIES names its type)."""
         handlers: dict[type, Callable[[Any], msgspec.Struct]] = {
-            Gate: self.gate,
+            GateLegs: self.gate,
             Trim: self.trim,
             Describe: self.describe,
             Capture: self.capture,
             Time: self.time,
-            Race: self.race,
+            RaceCheck: self.race,
             ReadConditions: self.conditions,
         }
         return handlers[type(cmd)](cmd)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
+from typing import Any
 
+from kprof import defaults
 from kprof.errors import KprofInputError
 from kprof.timer import CAPTURE_MODES
 from kprof.timer.kernel_time import TIMER_MODES
@@ -27,23 +30,23 @@ class RunRequest:
     target: list[str] | None = None
     sweep: str | None = None
     sweep_baseline: bool = False
-    rounds: int = 16
+    rounds: int = defaults.ROUNDS
     samples: int | None = None
-    buffer_sets: int = 4
-    buffers: str = "shared"
+    buffer_sets: int = defaults.BUFFER_SETS
+    buffers: str = defaults.BUFFERS
     processes: int | None = None  # worker processes per case (None: 2 on a GPU for shared buffers, else 1)
-    timer_mode: str = "auto"
-    captures: str = "per-round"
+    timer_mode: str = defaults.TIMER_MODE
+    captures: str = defaults.CAPTURES
     gpus: str | None = None  # all | N | 0,1
     on_gpu: int | None = None  # every case on this host GPU (a bisect step's share of --gpus)
     aa_across_gpus: bool = False
     ray: str | None = None  # auto | ADDRESS
-    seed: int = 0
+    seed: int = defaults.SEED
     device: str | None = None
     dtype: str | None = None
-    threshold_pct: float = 0.5
+    threshold_pct: float = defaults.THRESHOLD_PCT
     plants: list[float] = field(default_factory=list)
-    aa_copies: int = 1
+    aa_copies: int = defaults.AA_COPIES
     collector: str = "events"
     torch_leg: bool = True
     argv: list[str] = field(default_factory=list)
@@ -65,7 +68,7 @@ def check_options(req: RunRequest) -> None:
     """Every rule that the options alone decide; a one-line error naming the option."""
     min_rounds = 5 if req.buffers == "per-leg" else 6
     if req.rounds < min_rounds:
-        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed (16 is the default)")
+        raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed ({defaults.ROUNDS} is the default)")
     if req.samples is not None and req.samples < 1:
         raise KprofInputError("--samples", "must be at least 1")
     if req.collector not in COLLECTORS:
@@ -95,6 +98,40 @@ def check_options(req: RunRequest) -> None:
             raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
         if req.ray is not None:
             raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
+
+
+PROGRAM_ONLY = ("legs", "steps", "metric")  # options of whole programs that a workload run refuses
+
+
+def run_or_program_request(workload: str | None, extra: list[str], fields: dict[str, Any], argv: list[str]) -> Any:
+    """What `kprof run` was asked for: a whole program (``--leg`` or a command after ``--``), as a
+    ProgramRequest with the fields it takes, or a workload's RunRequest (``extra`` checked by
+    :func:`refuse_unknown_options` first)."""
+    workload, program = program_and_workload(workload, extra, fields["legs"])
+    if program or fields["legs"]:
+        if fields["processes"] is not None:
+            raise KprofInputError("--processes", "whole programs already run one process per leg per round")
+        from kprof.engine.program import ProgramRequest
+
+        taken = {f.name for f in dataclass_fields(ProgramRequest)}
+        return ProgramRequest(program=program, argv=argv, **{k: v for k, v in fields.items() if k in taken})
+    if workload is None:
+        raise KprofInputError("WORKLOAD", "name a workload (kprof kernels lists them) or give a program after --")
+    for name in ("steps", "metric"):
+        if fields[name]:
+            raise KprofInputError(f"--{name}", "is for whole programs (kprof run … -- CMD)")
+    return RunRequest(workload=workload, argv=argv, **{k: v for k, v in fields.items() if k not in PROGRAM_ONLY})
+
+
+def refuse_unknown_options(workload: str | None, extra: list[str]) -> None:
+    """`kprof run` passes what it does not know on to a whole program (the words after --); after a
+    bundled workload's name those words are a mistyped option, which once read as a program named
+    after the workload ('--collector: whole programs run under …')."""
+    from kprof.workload import bundled_names
+
+    unknown = [word for word in extra if word.startswith("-")]
+    if workload is not None and unknown and workload in bundled_names():
+        raise KprofInputError(unknown[0], "no such option of kprof run ('kprof run -h' lists them)")
 
 
 def program_and_workload(

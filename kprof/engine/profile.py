@@ -8,20 +8,16 @@ from __future__ import annotations
 from functools import partial
 
 from kprof.collectors.torch_profile import kernel_times, profile_rounds
-from kprof.engine.capture import Captured
+from kprof.engine.case import Item
 from kprof.engine.context import CaseContext
-from kprof.engine.rounds import orders_of, round_items
 
 
-def profile_case(ctx: CaseContext, captured: Captured) -> None:
+def profile_case(ctx: CaseContext, rounds: dict[int, list[Item]]) -> None:
+    """``rounds`` (round → its items in timing order) replayed under the profiler."""
     timer = ctx.timer
     assert timer is not None
     ctx.at("profile")
-    plan = [
-        [(ctx.legs[li].name, r, partial(timer.replay, (li, k))) for li, k in round_items(ctx, captured, order, r)]
-        for r, order in orders_of(ctx, captured).items()
-        if not ctx.part.burn_in(r)
-    ]
+    plan = [[(ctx.legs[li].name, r, partial(timer.replay, (li, k))) for li, k in items] for r, items in rounds.items()]
     part = f"-p{ctx.part_index}" if ctx.part_index else ""
     path = ctx.folder.root / "traces" / f"c{ctx.case_index:03d}{part}.pt.trace.json.gz"
     profile_rounds(path, plan, timer.flush.zero_)

@@ -20,25 +20,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from kprof.analysis.trace_tables import busy_ns, step_table
+from kprof import defaults
+from kprof.analysis.program_samples import (
+    BUSY_CASE,
+    BUSY_STEP_CASE,
+    HOST_CASE,
+    HOST_STEP_CASE,
+    host_samples,
+    metric_case,
+    process_samples,
+)
 from kprof.collectors import program_collector
-from kprof.engine.design import aa_legs
-from kprof.engine.schedule import round_orders
+from kprof.designs.legs import aa_legs
+from kprof.engine.case import CaseRun, Item, Prepared, run_protocol
 from kprof.errors import KprofInputError, checked_regex
-from kprof.events import Event, LegFailed, RevisionRefused, RoundDone
-from kprof.ingest.assign_ranges import compile_step_pattern
+from kprof.events import Event, LegFailed, RevisionRefused
 from kprof.ingest.load import load_trace
-from kprof.ingest.names import name_matches
-from kprof.run_model import PER_CALL, CaseRecord, Leg, Placement, ProgramSubject, Protocol, Role, Run
+from kprof.run_model import CaseRecord, Leg, Placement, ProgramSubject, Protocol, Role, Run, Sample
 from kprof.store.run_folder import RunFolder
-from kprof.trace import Trace
 
-BUSY_CASE = "GPU busy per process"
-BUSY_STEP_CASE = "GPU busy per step"
-HOST_CASE = "host time per process"  # --device cpu: the profiled span of a CPU program (host clock)
-HOST_STEP_CASE = "host time per step"  # its step ranges' lengths, the first step left out
 HOST_TIMER = "host-clock (a CPU program's profiler ranges: not device time)"
 LEG_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9_.+-]+)(?::(?P<env>.*))?$")
 
@@ -65,15 +65,15 @@ class ProgramRequest:
     legs: list[str] = field(default_factory=list)
     program: list[str]
     collector: str = "torch"
-    rounds: int = 16
-    seed: int = 0
-    threshold_pct: float = 0.5
+    rounds: int = defaults.ROUNDS
+    seed: int = defaults.SEED
+    threshold_pct: float = defaults.THRESHOLD_PCT
     argv: list[str] = field(default_factory=list)
     revisions: str | None = None
     revs: list[str] = field(default_factory=list)
     repo: str | None = None
     design: str | None = None
-    aa_copies: int = 1
+    aa_copies: int = defaults.AA_COPIES
     setup: str = ""
     paths: list[str] = field(default_factory=list)
     in_tree: bool = False  # --in-tree: the script at its path inside each revision's tree
@@ -183,64 +183,106 @@ def _leg_env(run: Run, leg: Leg) -> tuple[dict[str, str], Path | None]:
 
 
 def execute_program(folder: RunFolder, on_event: Callable[[Event], None]) -> None:
-    """Every round not stored yet. Round 0 (the discarded burn-in) is each leg's probe: a leg whose
-    command fails there is said once — the run stops when it is the baseline or an environment leg,
-    a revision is left out of every later round — never retried round after round."""
-    from kprof.revisions.benchmark import check_unchanged
+    """Every round not stored yet, through the case protocol (kprof.engine.case)."""
     from kprof.revisions.plan import say_refused
 
     run = folder.read_run()
-    subject = program_subject(run)
-    bench = run.revisions.benchmark if run.revisions is not None else None
-    collect = program_collector(run.collector)
     say_refused(run, on_event)
-    case = run.cases[0].name
-    status = run.status(case)
-    dropped: dict[str, str] = dict(status.failed)  # legs left out of every round, and why
-    for leg in run.legs:
-        tree = run.tree(leg.revision)
-        if tree is not None and (tree.refused or tree.path is None):
-            dropped.setdefault(leg.name, f"refused: {tree.refused}")
-    if run.baseline.name in dropped:
-        raise ProgramFailed(run.baseline.name, f"the baseline cannot run: {dropped[run.baseline.name]}")
-    failures: dict[str, str] = dict(status.extra.get("failures", {}))  # a later round's failure of a leg
-    orders = round_orders(len(run.legs), run.protocol.rounds + 1, run.seed)
-    done = set(folder.finished_rounds(0))
-    for r in range(run.protocol.rounds + 1):
-        if r in done:
-            continue
+    runner = ProgramRunner(folder, run, on_event)
+    run_protocol(CaseRun(folder, 0, run.cases[0].name, run.protocol, run.seed, runner, on_event))
+
+
+@dataclass
+class ProgramRunner:
+    """Each leg a process of the program under the collector, once per round; its trace ingested
+    into samples of several cases. Round 0 (the discarded burn-in) is each leg's probe: a leg whose
+    command fails there is said once — the run stops when it is the baseline or an environment leg,
+    a revision is left out of every later round — never retried round after round."""
+
+    folder: RunFolder
+    run: Run
+    on_event: Callable[[Event], None]
+    dropped: dict[str, str] = field(default_factory=dict)  # legs left out of every round, and why
+    failures: dict[str, str] = field(default_factory=dict)  # a later round's failure of a leg
+    round: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.run.timer
+
+    @property
+    def case(self) -> str:
+        return self.run.cases[0].name
+
+    def prepare(self) -> Prepared:
+        status = self.run.status(self.case)
+        self.dropped = dict(status.failed)
+        for leg in self.run.legs:
+            tree = self.run.tree(leg.revision)
+            if tree is not None and (tree.refused or tree.path is None):
+                self.dropped.setdefault(leg.name, f"refused: {tree.refused}")
+        if self.run.baseline.name in self.dropped:
+            base = self.run.baseline.name
+            raise ProgramFailed(base, f"the baseline cannot run: {self.dropped[base]}")
+        self.failures = dict(status.failures)
+        return Prepared(legs=len(self.run.legs), samples=1)
+
+    def item(self, i: int, r: int) -> Item:
+        return i, -1  # a process has no buffer sets of kprof's
+
+    def start_round(self, items: list[Item], r: int) -> None:
+        from kprof.revisions.benchmark import check_unchanged
+
+        bench = self.run.revisions.benchmark if self.run.revisions is not None else None
         if bench is not None and not bench.in_tree:
             check_unchanged(bench)
-        rows: list[dict[str, Any]] = []
-        for slot, li in enumerate(orders[r]):
-            leg = run.legs[li]
-            if leg.name in dropped:
+        self.round = r
+
+    def time_round(self, items: list[Item], samples: int) -> dict[Item, list[Sample]]:
+        run, r = self.run, self.round
+        subject, collect = program_subject(run), program_collector(run.collector)
+        times: dict[Item, list[Sample]] = {}
+        for item in items:
+            leg = run.legs[item[0]]
+            if leg.name in self.dropped:
                 continue
             env, cwd = _leg_env(run, leg)
             try:
-                path = collect.run(subject.command, (folder.root / "traces").resolve(), f"r{r:03d}-{li}", env, cwd)
+                traces = (self.folder.root / "traces").resolve()
+                path = collect.run(subject.command, traces, f"r{r:03d}-{item[0]}", env, cwd)
                 trace = load_trace(path, step_pattern=subject.step_pattern or None)
-                common = dict(leg=leg.name, round=r, buffer_set=-1, slot=slot, timer=run.timer, burn_in=r == 0)
                 on_cpu = run.placement.device == "cpu"
-                rows += (
-                    host_samples(trace, subject, common) if on_cpu else process_samples(trace.events, subject, common)
-                )
+                times[item] = host_samples(trace, subject) if on_cpu else process_samples(trace.events, subject)
             except KprofInputError as e:
-                reason = _reason(e, cwd)
-                base = leg.has(Role.BASELINE) or leg.has(Role.AA)
-                if r > 0:  # it ran in the probe: a failure of one process, said and counted
-                    failures[f"{leg.name} round {r}"] = reason
-                    on_event(LegFailed(leg=leg.name, round=r, reason=reason))
-                elif leg.revision and not base:
-                    dropped[leg.name] = reason
-                    on_event(RevisionRefused(leg=leg.name, reason=reason))
-                else:
-                    who = f"the baseline {run.baseline.name}" if base else leg.name
-                    raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
-        folder.write_part("samples", 0, r, pd.DataFrame(rows))
-        folder.update_case(case, failed=dropped, failures=failures)
-        on_event(RoundDone(case="program", round=r, rounds=run.protocol.rounds, burn_in=r == 0))
-    folder.update_case(case, status="done", failed=dropped, failures=failures)
+                self.failed(leg, _reason(e, cwd))
+        self.folder.update_case(self.case, failed=self.dropped, failures=self.failures)
+        return times
+
+    def failed(self, leg: Leg, reason: str) -> None:
+        """A leg's process failed in round ``self.round``: counted (after the probe), left out (a
+        revision that fails its probe), or the end of the run (the baseline, an environment leg)."""
+        base = leg.has(Role.BASELINE) or leg.has(Role.AA)
+        if self.round > 0:  # it ran in the probe: a failure of one process, said and counted
+            self.failures[f"{leg.name} round {self.round}"] = reason
+            self.on_event(LegFailed(leg=leg.name, round=self.round, reason=reason))
+        elif leg.revision and not base:
+            self.dropped[leg.name] = reason
+            self.on_event(RevisionRefused(leg=leg.name, reason=reason))
+        else:
+            who = f"the baseline {self.run.baseline.name}" if base else leg.name
+            raise ProgramFailed(who, f"its command failed its first run: {reason}") from None
+
+    def conditions(self) -> dict[str, Any]:
+        return {}  # the collector's trace holds no clock readings
+
+    def race(self, items: list[Item], r: int) -> list[dict[str, Any]]:
+        return []  # a program's outputs are its own business
+
+    def leg_name(self, item: Item) -> str:
+        return self.run.legs[item[0]].name
+
+    def finish(self, rounds: dict[int, list[Item]]) -> None:
+        self.folder.update_case(self.case, status="done", failed=self.dropped, failures=self.failures)
 
 
 def _reason(error: KprofInputError, tree: Path | None) -> str:
@@ -257,68 +299,6 @@ def program_subject(run: Run) -> ProgramSubject:
     if not isinstance(run.subject, ProgramSubject):
         raise KprofInputError("meta.json", f"describes a {run.subject.__class__.__name__}, not a program run")
     return run.subject
-
-
-def process_samples(events: pd.DataFrame, subject: ProgramSubject, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """One process's samples: GPU busy per steady step (one sample per step; the first step is
-    warm-up) when its trace has steps, GPU busy over the whole process, the --metric kernels' time
-    (per steady step, else per process), and every kernel's µs per call (in the steady steps)."""
-    if len(events) == 0:
-        raise KprofInputError(
-            "the trace", "holds no GPU activity (was it run on a GPU? a CPU program is timed with --device cpu)"
-        )
-    steps, _ = step_table(events)
-    steady = steps.loc[~steps["warmup"].astype(bool), "step"].to_numpy("int64") if len(steps) else []
-    if subject.step_pattern and not len(steady):
-        raise KprofInputError("--steps", f"{subject.step_pattern!r} marks fewer than two steps in the trace")
-    rows = []
-    if len(steady):
-        busy = steps.set_index("step")["busy_us"]
-        rows += [dict(common, case=BUSY_STEP_CASE, sample=i, time_ns=busy[s] * 1e3) for i, s in enumerate(steady)]
-    rows.append(dict(common, case=BUSY_CASE, sample=0, time_ns=float(busy_ns(events))))
-    kernels = events[events["kind"] == "kernel"]
-    if len(steady):
-        kernels = kernels[kernels["step"].isin(steady)]
-    if subject.metric:
-        rows += _metric_rows(kernels, subject.metric, steady, common)
-    for name, g in kernels.groupby("name", observed=True):
-        rows.append(dict(common, case=f"{name}{PER_CALL}", sample=0, time_ns=float(g["dur_ns"].astype("int64").mean())))
-    return rows
-
-
-def host_samples(trace: Trace, subject: ProgramSubject, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """A CPU program's samples, by the host clock: each steady step's length (its step range in the
-    profiler's CPU ranges; the first step, with its warm-up, left out) and the profiled span of the
-    whole process."""
-    cpu = trace.ranges[trace.ranges["domain"] == "cpu"]
-    if not len(cpu):
-        raise KprofInputError("the trace", "holds no CPU ranges (the profiler recorded nothing of the program)")
-    pattern = compile_step_pattern(subject.step_pattern or None)
-    steps = cpu[cpu["name"].map(lambda name: bool(pattern.search(str(name))))].sort_values("start_ns")
-    if subject.step_pattern and len(steps) < 2:
-        raise KprofInputError("--steps", f"{subject.step_pattern!r} marks fewer than two steps in the trace")
-    lengths = (steps["end_ns"] - steps["start_ns"]).to_numpy("int64")[1:]
-    rows = [dict(common, case=HOST_STEP_CASE, sample=i, time_ns=float(t)) for i, t in enumerate(lengths)]
-    span = int(cpu["end_ns"].max()) - int(cpu["start_ns"].min())
-    return [*rows, dict(common, case=HOST_CASE, sample=0, time_ns=float(span))]
-
-
-def metric_case(pattern: str, stepped: bool) -> str:
-    return f"kernels /{pattern}/ per {'step' if stepped else 'process'}"
-
-
-def _metric_rows(kernels: pd.DataFrame, pattern: str, steady: Any, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """The device time of the kernels whose names match ``pattern``: one sample per steady step,
-    else one for the process. Their names may change between revisions; their work is what counts."""
-    hit = kernels[name_matches(kernels["name"], re.compile(pattern))]
-    if not len(hit):
-        raise KprofInputError("--metric", f"{pattern!r} matches no kernel of the trace")
-    dur = hit["dur_ns"].astype("int64")
-    case = metric_case(pattern, bool(len(steady)))
-    if not len(steady):
-        return [dict(common, case=case, sample=0, time_ns=float(dur.sum()))]
-    per_step = dur.groupby(hit["step"].to_numpy("int64")).sum().reindex(steady, fill_value=0)
-    return [dict(common, case=case, sample=i, time_ns=float(v)) for i, v in enumerate(per_step.to_numpy())]
 
 
 def headline_case(folder: RunFolder) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof.engine.design import calibration_legs, design_legs
+from kprof.designs.legs import calibration_legs, design_legs
 from kprof.engine.environment import check_device, default_device, git_state, versions
 from kprof.engine.gpus import parse_gpus
 from kprof.engine.options import RunRequest, check_options

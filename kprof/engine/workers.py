@@ -116,7 +116,8 @@ def _run_part(
             on_event(WorkerDied(case=case, leg=leg, step=step, reason=reason))
         elif blame:
             skip.append(leg)
-            folder.update_case(case, crashed_legs=skip, **{f"crash:{leg}": reason})
+            known = folder.read_run().status(case).crash_reasons
+            folder.update_case(case, crashed_legs=skip, crash_reasons={**known, leg: reason})
             on_event(LegCrashed(case=case, leg=leg, reason=reason))
         else:
             at = f"{step} · {leg}" if leg else step

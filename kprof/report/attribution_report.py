@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.analysis.attribution import SEQUENCE_DESIGNS, Quantity
 from kprof.analysis.run_analysis import Attribution
 from kprof.analysis.run_effects import CaseSummary
 from kprof.analysis.stats import EFFECT_COLUMNS
+from kprof.designs import Quantity, sequence
 from kprof.errors import KprofInputError
 from kprof.report.run_report import (
     aa_records,
@@ -74,7 +74,7 @@ def grid_tables(table: pd.DataFrame, run: Run) -> list[Table]:
     """A table per design (cases × levers); a range's sequence has tables of its own."""
     titles = REVISION_TITLES if run.revisions is not None else DESIGN_TITLES
     tables = []
-    shown = table[~table["design"].isin(SEQUENCE_DESIGNS)] if len(table) else table  # in sequence_tables
+    shown = table[~table["design"].isin(sequence.QUANTITIES)] if len(table) else table  # in sequence_tables
     for design, levers, rows in _grids(shown, run.lever_names if run.revisions is not None else None):
         t = Table(titles[design], [Column("case", "left", is_name=True), *(Column(lv) for lv in levers)])
         for case, cells in rows:

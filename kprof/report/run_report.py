@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from kprof.analysis.attribution import SEQUENCE_DESIGNS, sequence_points
 from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
+from kprof.designs import sequence
 from kprof.events import RESTARTED, death_sentence
 from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, shown_rows
 from kprof.report.numbers import column_decimals, number_column, with_decimals
@@ -82,7 +82,7 @@ def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
 
 def case_timer_info(run: Run, case: str) -> dict[str, Any]:
     """The measurements of the GPU a case ran on (the run's own when it was not sharded)."""
-    gpu = run.status(case).extra.get("gpu")
+    gpu = run.status(case).gpu
     per_gpu = (run.timer_info.get("gpus") or {}).get(gpu) if gpu is not None else None
     return per_gpu or run.timer_info
 
@@ -100,8 +100,8 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     columns += [Column(f"GB/s {c.removeprefix('gbps_')}") for c in bw]
     columns += [Column("% copy (unique)")] if bw else []
     columns += [Column("effect [95% CI]"), Column("verdict", "left")]
-    gpu = run.status(case).extra.get("gpu")
-    where = f" · GPU {gpu} ({run.status(case).extra.get('device_name') or '?'})" if len(run.placement.gpus) > 1 else ""
+    gpu = run.status(case).gpu
+    where = f" · GPU {gpu} ({run.status(case).device_name or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
     shown = shown_rows(rows, view)
     for (_, r), time in zip(shown.iterrows(), number_column(shown["time_us"].tolist()), strict=True):
@@ -166,7 +166,7 @@ def status_lines(run: Run) -> list[tuple[str, str]]:
             for d in status.deaths
             if d["outcome"] == RESTARTED
         ]
-        failures = status.extra.get("failures", {})  # a whole program's process that failed in one round
+        failures = status.failures  # a whole program's process that failed in one round
         lines += [(f"{case} · {where}: failed: {why}", "warning") for where, why in failures.items()]
         lines += [
             (
@@ -179,7 +179,7 @@ def status_lines(run: Run) -> list[tuple[str, str]]:
 
 
 def spin_ladder_note(case: str, ladder: dict[str, Any]) -> str:
-    """How a case's spins were sized (kprof.engine.planting): the fitted ladder and the cycles used."""
+    """How a case's spins were sized (kprof.timer.spins): the fitted ladder and the cycles used."""
     cycles = ", ".join(f"{pct}% = {n:,} cycles" for pct, n in ladder["planted_cycles"].items())
     return (
         f"{case}: spins sized on a ladder of {len(ladder['cycles'])} spins timed like the case: past "
@@ -210,7 +210,7 @@ def calibration_tables(report: RunReport) -> list[Table]:
             verdict_cell(r["verdict"], r["verdict"]),
         )
     for case, status in report.run.case_status.items():
-        if ladder := status.extra.get("spin_ladder"):
+        if ladder := status.spin_ladder:
             planted.notes.append(spin_ladder_note(case, ladder))
     effects, sign = report.effects, report.sign_rule
     aa_kprof = effects[effects["roles"].map(lambda roles: Role.AA.value in roles)]
@@ -302,9 +302,9 @@ def sequence_tables(table: pd.DataFrame, run: Run) -> list[Table]:
     timed says which commits its effect spans."""
     if not len(table) or not table["design"].eq("sequence").any():
         return []
-    table = table[table["design"].isin(SEQUENCE_DESIGNS)]
+    table = table[table["design"].isin(sequence.QUANTITIES)]
     subjects = {f.name: f.doc for f in run.features}
-    declared = {run.lever_names[i - 1] for i in sequence_points(run.legs) if i}
+    declared = {run.lever_names[i - 1] for i in sequence.points(run.legs) if i}
     tables = []
     for case, rows in table.groupby("case", sort=False):
         by = {(r["design"], r["lever"]): r for _, r in rows.iterrows()}

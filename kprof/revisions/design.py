@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kprof.engine.design import MAX_FACTORIAL, design_legs
+from kprof.designs.legs import design_legs
 from kprof.errors import KprofInputError
 from kprof.revisions.git import WORKTREE, Commit, Repo
 from kprof.revisions.trees import TreeSpec
 from kprof.run_model import Leg, Role
 
 Paths = tuple[str, ...]
-
-REVISION_DESIGNS = ("sequence", "endpoints", "add-one", "leave-one-out", "factorial", "all")
-SEQUENCE_LIMIT = 16  # the most commits a range is timed whole by default (beyond: a bisect)
 
 
 def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: Commit, paths: Paths) -> TreeSpec:
@@ -39,28 +36,29 @@ def _spec(features: frozenset[str], commits: list[Commit], base: Commit, head: C
 def range_legs(
     base: Commit, head: Commit, commits: list[Commit], design: str, aa_copies: int = 1, paths: Paths = ()
 ) -> tuple[list[Leg], dict[str, TreeSpec]]:
-    """Legs of a design over the commits of a range (levers named by short SHA), and the tree each
-    leg runs, keyed by the leg's ``revision``. "sequence" is every commit as it was committed (each
-    against the one before it); "all" is endpoints + add-one + leave-one-out;
-    "factorial" is every subset (≤ 6 commits). A commit added or reverted applies only its part
-    under ``paths`` (a changelog or CI file never keeps a leg from being made)."""
-    if design not in REVISION_DESIGNS:
-        raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(REVISION_DESIGNS)})")
-    if design == "factorial" and len(commits) > MAX_FACTORIAL:
-        raise KprofInputError("--design", f"factorial needs ≤ {MAX_FACTORIAL} commits, got {len(commits)}")
+    """Legs of a design (kprof.designs) over the commits of a range (levers named by short SHA), and
+    the tree each leg runs, keyed by the leg's ``revision``. A sequence point is a commit as it was
+    committed; any other lever set is the base with its commits added, or the head with one
+    reverted. A commit added or reverted applies only its part under ``paths`` (a changelog or CI
+    file never keeps a leg from being made)."""
     shorts = tuple(c.short for c in commits)
-    lever_design = "endpoints" if design == "sequence" else design
-    legs = design_legs(shorts, lever_design, aa_copies=aa_copies, factorial_in_all=False)
+    legs = design_legs(shorts, design, aa_copies=aa_copies, commits=True)
     specs: dict[str, TreeSpec] = {}
     out = []
     for leg in legs:
-        spec = _spec(leg.features, commits, base, head, tuple(paths))
+        if leg.roles == {Role.SEQUENCE}:  # a commit between the base and the head, as committed
+            commit = commits[len(leg.features) - 1]
+            spec, name = TreeSpec(commit.sha), commit.label()
+        else:
+            spec, name = _spec(leg.features, commits, base, head, tuple(paths)), _name(leg, shorts, base, head)
         # Each A/A copy gets a process of its own: the same tree, run again.
         key = _key(spec) + (f"#aa{leg.replica}" if leg.has(Role.AA) else "")
         specs[key] = spec
-        out.append(replace(leg, name=_name(leg, shorts, base, head), revision=key))
-    if design == "sequence":
-        out = with_sequence(out, specs, base, commits, range(len(commits) + 1))
+        out.append(replace(leg, name=name, revision=key))
+    if design == "sequence" and commits and commits[-1].sha != head.sha:
+        # The range's head is a later commit outside --paths: the last commit is a point of its own.
+        out = [replace(leg, roles=leg.roles - {Role.SEQUENCE}) if leg.has(Role.TARGET) else leg for leg in out]
+        out = with_sequence(out, specs, base, commits, [len(commits)])
     return out, specs
 
 

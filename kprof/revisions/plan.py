@@ -9,10 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kprof.designs import sequence
 from kprof.errors import KprofInputError
 from kprof.events import Event, Note, Phase, RevisionRefused
 from kprof.revisions.benchmark import differs_in_trees
-from kprof.revisions.design import SEQUENCE_LIMIT, listed_legs, range_legs, sequence_stand_ins, with_sequence
+from kprof.revisions.design import listed_legs, range_legs, sequence_stand_ins, with_sequence
 from kprof.revisions.git import Commit, CommitRange, Repo
 from kprof.revisions.tree_setup import refusal, run_setup
 from kprof.revisions.trees import OK_MARK, TreeSpec, materialise
@@ -127,10 +128,10 @@ def _make_trees(
 def default_design(commits: list[Commit]) -> str:
     """Which commit bought it, by default: every commit against its parent, for a range small enough
     to time whole; a longer one is refused with the ways to narrow it."""
-    if len(commits) > SEQUENCE_LIMIT:
+    if len(commits) > sequence.LIMIT:
         raise KprofInputError(
             "--revisions",
-            f"{len(commits)} commits are too many to time whole by default (at most {SEQUENCE_LIMIT}): "
+            f"{len(commits)} commits are too many to time whole by default (at most {sequence.LIMIT}): "
             "give --design bisect, narrow them with --paths, or --design sequence to time them all",
         )
     return "sequence"

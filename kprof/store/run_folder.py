@@ -135,16 +135,14 @@ class RunFolder:
         return exclusive_lock(self.root / META_LOCK)
 
     def update_case(self, case: str, **fields: Any) -> CaseStatus:
-        """Set fields of one case's status (unknown names go to its ``extra``) and store it in the
-        case's file; meta.json is not touched."""
+        """Set fields of one case's status and store it in the case's file; meta.json is not touched."""
         with self._meta_lock():
             run = self.read_run()
             status = run.status(case)
             for key, value in fields.items():
-                if hasattr(status, key) and key != "extra":
-                    setattr(status, key, value)
-                else:
-                    status.extra[key] = value
+                if not hasattr(status, key):
+                    raise TypeError(f"{key!r} is not a field of a case's status")
+                setattr(status, key, value)
             self._write_status(run.case_names.index(case), status)
         return status
 
@@ -290,7 +288,7 @@ class RunFolder:
     def unfinished_cases(self, run: Run) -> list[int]:
         """The cases a run (or its resume) still has to time: not done, or done with a round whose
         part does not read back."""
-        every = set(range(run.protocol.rounds + run.protocol.processes))  # each process's burn-in round and its share
+        every = set(range(run.protocol.total_rounds))
         finished = self._finished_parts()  # read once for every case
         return [
             i

@@ -1,21 +1,17 @@
-"""Designs: which legs a run times (feature sets, optionally with forced parameters).
-
-Every design includes the baseline (no features) and an A/A leg: the baseline again, set up and
-captured independently, so the run measures its own noise and bias under exactly the same
-protocol as the comparisons.
-"""
+"""The legs of a design: the lever sets it wants (kprof.designs), as legs with their roles and
+names, plus what every run has — the baseline, the target, an A/A copy of the baseline (the
+run measures its own noise and bias under exactly the protocol of the comparisons) — and what a
+run may add: a sweep's forced values, the plain-PyTorch implementation, calibration spins."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import combinations
 from typing import Any
 
+from kprof.designs import find
 from kprof.errors import KprofInputError
 from kprof.run_model import IMPL, PLANT, SPIN_PARAM, Leg, Role
 
-DESIGNS = ("endpoints", "add-one", "leave-one-out", "factorial", "all")
-MAX_FACTORIAL = 6
 Params = tuple[tuple[str, Any], ...]
 
 
@@ -53,23 +49,19 @@ def design_legs(
     aa_copies: int = 1,
     torch_leg: bool = False,
     sweep_baseline: bool = False,
-    factorial_in_all: bool = True,
+    commits: bool = False,
 ) -> list[Leg]:
-    """The legs of a design over ``features`` (in declared order).
-
-    endpoints: baseline and target; add-one: baseline + f; leave-one-out: target − f; factorial:
-    every subset (≤ 6 features); all: add-one, leave-one-out and, when small enough, factorial.
+    """The legs of ``design`` over ``features`` (in declared order; ``commits``: a range's commits,
+    in order): the baseline, the target (``target``'s levers, default all), the design's lever sets.
     A sweep adds the target at each forced value, and with ``sweep_baseline`` the baseline too (the
     target's effect at every value: a mechanism sweep); ``torch_leg`` adds the plain-PyTorch
-    implementation. The A/A leg (``aa_copies`` of them) is always added. ``factorial_in_all=False``
-    leaves the factorial cells out of "all" (commits: each cell is a tree and a process).
-    """
-    if design not in DESIGNS:
-        raise KprofInputError("--design", f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
+    implementation. The A/A leg (``aa_copies`` of them) is always added."""
+    find(design, 0, commits)
     full = frozenset(target) if target is not None else frozenset(features)
     unknown = full - set(features)
     if unknown:
         raise KprofInputError("--target", f"unknown features {sorted(unknown)}")
+    chosen = find(design, len(full), commits)
     wanted: dict[tuple[frozenset[str], Params], set[Role]] = {}
 
     def add(fs: Iterable[str], role: Role, params: Params = ()) -> None:
@@ -77,18 +69,8 @@ def design_legs(
 
     add((), Role.BASELINE)
     add(full, Role.TARGET)
-    if design in ("add-one", "all"):
-        for f in sorted(full):
-            add({f}, Role.ADD_ONE)
-    if design in ("leave-one-out", "all"):
-        for f in sorted(full):
-            add(full - {f}, Role.LEAVE_ONE_OUT)
-    if design == "factorial" or (design == "all" and factorial_in_all and len(full) <= MAX_FACTORIAL):
-        if len(full) > MAX_FACTORIAL:
-            raise KprofInputError("--design", f"factorial needs ≤ {MAX_FACTORIAL} features, got {len(full)}")
-        for k in range(len(full) + 1):
-            for subset in combinations(sorted(full), k):
-                add(subset, Role.FACTORIAL)
+    for fs, role in chosen.wanted([f for f in features if f in full], commits):
+        add(fs, role)
     if sweep is not None:
         name, values = sweep
         for v in values:
