@@ -214,3 +214,18 @@ def test_a_control_leg_takes_a_machine_wide_shift_out(tmp_path: Path) -> None:
     assert runner.invoke(app, [*args, "--fail-on", "slower>5%"]).exit_code == 0
     bad = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--control", "nope"])
     assert bad.exit_code == 2 and "--control: leg 'nope' is not timed in every case" in bad.output
+
+
+def test_an_unbounded_interval_is_undecided_for_every_rule() -> None:
+    """A side with 1-3 rounds gives [-inf, +inf]: 'credibly-slower>2%' once passed a 10% regression
+    read that way (the undecided test looked for NaN only)."""
+    import pandas as pd
+
+    from kprof.analysis.compare import parse_gate
+
+    row = pd.Series({"effect_pct": -11.05, "ci_low_pct": -np.inf, "ci_high_pct": np.inf, "verdict": "UNRESOLVED"})
+    for rule in ("credibly-slower>2%", "slower>2%"):
+        gate = parse_gate(rule)
+        assert not gate.breaks(row) and gate.undecided(row), rule
+    assert not parse_gate("credibly-faster>2%").undecided(row)  # the estimate is not beyond +2%
+    assert parse_gate("point-slower>2%").breaks(row)

@@ -8,6 +8,8 @@ steady steps there is one sample: the delta is shown and no verdict is given.
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -245,7 +247,7 @@ class FailRule:
         if self.mode == "point" or self.breaks(row):
             return False
         far = self._far_bound(row)
-        no_interval = far is None or pd.isna(far)
+        no_interval = far is None or pd.isna(far) or math.isinf(far)  # ±inf: too few rounds to bound it
         if self.mode == "credibly":
             return no_interval and self._beyond(row["effect_pct"])
         return row.get("verdict") not in DECIDED and self._beyond(row["effect_pct"] if no_interval else far)
