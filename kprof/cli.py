@@ -7,8 +7,9 @@ renders (``kprof.report.table.render``). Bad input is one line on stderr and exi
 Exit codes: 0 done; 1 ``compare --fail-on`` found a row that breaks the rule; 2 bad input (one
 line naming the file or argument); 3 ``compare --fail-on`` cannot decide (rows without a verdict
 or interval that may break it); 4 a run (``run``, ``calibrate``, ``attribute`` of a workload) is
-incomplete: a case failed or did not finish, or a leg killed its worker (each named; everything
-measured stored and reported); 130 interrupted (the resume command is printed).
+incomplete: a case failed or did not finish, or a leg killed its worker, or a case's baseline
+disagrees with its own A/A copy (each named; everything measured stored and reported); 130
+interrupted (the resume command is printed).
 """
 
 from __future__ import annotations
@@ -300,10 +301,10 @@ def _execute_and_report(
     fresh: bool = False,
     output: Path | None = None,
     quiet: bool = False,
-) -> list[Any]:
+) -> Any:
     """Run the folder with a progress display (kprof.report.progress: a bar per phase, plain lines
-    when stderr is not a terminal, as in CI logs; none with ``quiet``), then render the report;
-    what the run did not measure (kprof.run_model.Missing). Ctrl-C keeps every finished round and
+    when stderr is not a terminal, as in CI logs; none with ``quiet``), then render the report
+    and return it (kprof.analysis.run_analysis.RunReport). Ctrl-C keeps every finished round and
     says how to resume. A ``fresh`` folder refused before its first round is removed
     (kprof.commands.run.run_and_analyse)."""
     from kprof.commands.run import run_and_analyse
@@ -327,19 +328,25 @@ def _execute_and_report(
     err.print(f"run stored in {folder.root}", highlight=False)  # no colour on a path's digits
     if show_report:
         _write(run_document(report), fmt, output)
-    return report.run.missing()
+    return report
 
 
-def _fail_if_incomplete(missing: list[Any]) -> None:
+def _fail_if_incomplete(report: Any) -> None:
     """A run with a case that failed or did not finish, or a leg that killed its worker, exits
-    INCOMPLETE, naming them (legs refused on purpose are findings the report states)."""
-    failed = [m for m in missing if not m.refused]
-    if not failed:
-        return
-    named = [m.case + (f" · {m.leg}" if m.leg else "") for m in failed]
-    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
-    typer.echo(f"kprof: the run is incomplete, not measured: {'; '.join(named[:5])}{more}", err=True)
-    raise typer.Exit(INCOMPLETE)
+    INCOMPLETE, naming them (legs refused on purpose are findings the report states); so does a
+    run with a case whose baseline disagrees with its own A/A copy (none of its verdicts stands)."""
+    failed = [m for m in report.run.missing() if not m.refused] if report is not None else []
+    distrusted = [case for case, s in report.summaries.items() if s.distrust] if report is not None else []
+    if failed:
+        named = [m.case + (f" · {m.leg}" if m.leg else "") for m in failed]
+        more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+        typer.echo(f"kprof: the run is incomplete, not measured: {'; '.join(named[:5])}{more}", err=True)
+    if distrusted:
+        more = f" and {len(distrusted) - 5} more" if len(distrusted) > 5 else ""
+        cases = "; ".join(distrusted[:5]) + more
+        typer.echo(f"kprof: the baseline disagrees with its own A/A copy, no verdict stands: {cases}", err=True)
+    if failed or distrusted:
+        raise typer.Exit(INCOMPLETE)
 
 
 def _floats(text: str | None, option: str) -> list[float]:
@@ -480,10 +487,10 @@ def attribute_command(
             workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
         )
         folder = _start(request, out)
-        missing = _execute_and_report(folder, TableFormat.table, show_report=fmt.value == "table", quiet=quiet)
+        ran = _execute_and_report(folder, TableFormat.table, show_report=fmt.value == "table", quiet=quiet)
         root = folder.root
     else:
-        missing = []  # attributing a stored folder reads it; its report names what it lacks
+        ran = None  # attributing a stored folder reads it; its report names what it lacks
     from kprof.analysis.run_analysis import attribute
     from kprof.report.attribution_report import attribution_document, render_html
 
@@ -497,7 +504,7 @@ def attribute_command(
         sys.stdout.write(render_html(result))
     else:
         _write(doc, fmt)
-    _fail_if_incomplete(missing)
+    _fail_if_incomplete(ran)
 
 
 @command("compare", epilog=examples("compare"))

@@ -220,3 +220,27 @@ def test_attribute_runs_a_workload_first(tmp_path: Path) -> None:
     out = json.loads(res.stdout)
     assert [r["value"] for r in out["sweep"]] == [1, 2]
     assert all(r["ci_low_pct"] <= r["effect_pct"] <= r["ci_high_pct"] for r in out["sweep"])
+
+
+def test_one_lever_prints_one_interval_for_one_quantity(tmp_path: Path) -> None:
+    """With one lever, leave-one-out and Shapley are the leg against the baseline, round for round:
+    each prints the leg's row (estimate, interval, verdict), not an interval of its own; the
+    unexplained part is 0 by construction and widens nothing."""
+    from kprof.analysis.run_analysis import attribute
+
+    legs = design_legs(("f",), "all")
+    effect = {"baseline": 0.0, "f": -0.03}  # f: 3% faster
+    folder = write_run(tmp_path / "run", legs, lambda leg, case: effect.get(leg.name, 0.0), features=("f",))
+    result = attribute(folder.root)
+    rows = result.levers.set_index("design")
+    leg = result.run.effects.set_index("leg").loc["f"]
+    for design in ("leave_one_out", "shapley", "add_one", "total"):
+        row = rows.loc[design]
+        assert (row["effect_pct"], row["ci_low_pct"], row["ci_high_pct"], row["verdict"]) == (
+            leg["effect_pct"],
+            leg["ci_low_pct"],
+            leg["ci_high_pct"],
+            leg["verdict"],
+        ), design
+    assert rows.loc["leave_one_out", "same_as_leg"] == "f"
+    assert rows.loc["unexplained", "effect_pct"] == 0.0 and rows.loc["unexplained", "verdict"] == "SAME"

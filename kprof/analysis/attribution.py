@@ -26,13 +26,14 @@ from kprof.analysis import stats as S
 from kprof.analysis.run_effects import (
     CaseSummary,
     control_false_discoveries,
+    distrusted,
     per_round_logs,
     placed_effect,
     placement_terms,
     round_sets,
     round_statistics,
 )
-from kprof.designs import QUANTITY_ORDER, LegValues, lever_values
+from kprof.designs import QUANTITY_ORDER, LegValues, Quantity, lever_values
 from kprof.designs import sequence as seq
 from kprof.designs.base import legs_by_levers
 from kprof.run_model import Leg, Role
@@ -65,29 +66,38 @@ def attribute_run(
         series = lever_values(LegValues(logs, legs, tuple(levers)))
         sets = round_sets(samples[samples["case"] == case])
         set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
-        derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS}
+        same_as = _same_as_legs(series, logs, leg_rows)
+        derived = {k: v for k, v in series.items() if k.design not in LEG_DESIGNS and k not in same_as and v.any()}
         terms = placement_terms(pd.DataFrame(derived), set_of_round)
         bias = summary.bias if summary else 0.0
         since = seq.since(legs, levers, logs.columns)
         for key, values in series.items():
             design, lever = key
+            leg = same_as.get(key)
             if design in LEG_DESIGNS:
                 if design == "cumulative":
                     leg = at[list(levers).index(lever) + 1]
                 else:
                     leg = by[frozenset(levers) if design == "total" else frozenset({lever})]
+            if leg is not None:  # one quantity, one interval: the leg's row
                 row = {c: leg_rows.loc[leg, c] for c in S.EFFECT_COLUMNS if c in leg_rows.columns}
                 n = int(leg_rows.loc[leg, "rounds"])
+                row["same_as_leg"] = leg
+            elif key not in derived:  # identically 0 by construction (unexplained with one lever)
+                eff = placed_effect(values.to_numpy(), 0.0, threshold)
+                row, n = eff.row(), eff.rounds
             else:
                 tick = summary.derived_tick if summary else 0.0
                 eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
+            if summary is not None and summary.distrust:
+                row["verdict"] = distrusted(row["verdict"])
             if design == "sequence":
                 row["spans"] = seq.spanned(legs, levers, lever, since[lever][1])
             rows.append(dict(case=case, design=design, lever=lever or "(all levers)", rounds=n, **row))
     table = pd.DataFrame(rows)
     if len(table):
-        tested = (table["verdict"] != "BIASED") & ~table["design"].isin(LEG_DESIGNS)
+        tested = (table["verdict"] != "BIASED") & table.get("same_as_leg", pd.Series(index=table.index)).isna()
         control_false_discoveries(table, tested, by=["case", "design"])
         # Cases in run order, designs in reading order, levers by name.
         rank = {
@@ -98,6 +108,24 @@ def attribute_run(
             ["case", "design", "lever"], key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="stable"
         ).reset_index(drop=True)
     return table
+
+
+def _same_as_legs(series: dict[Quantity, pd.Series], logs: pd.DataFrame, leg_rows: pd.DataFrame) -> dict[Quantity, str]:
+    """Derived quantities that are, round for round, one leg against the baseline (leave-one-out
+    and Shapley with one lever, a first commit's sequence effect): each → that leg, whose row they
+    print, so one comparison never prints two intervals."""
+    base = leg_rows.index[leg_rows["verdict"].eq("REFERENCE")] if "verdict" in leg_rows else []
+    if not len(base) or base[0] not in logs:
+        return {}
+    legs = {leg: logs[leg] - logs[base[0]] for leg in leg_rows.index if leg in logs and leg != base[0]}
+    out: dict[Quantity, str] = {}
+    for key, values in series.items():
+        if key.design in LEG_DESIGNS:
+            continue
+        match = next((leg for leg, d in legs.items() if np.allclose(values, d, rtol=0, atol=1e-12)), None)
+        if match is not None:
+            out[key] = match
+    return out
 
 
 def _judged(series: pd.Series, threshold: float, bias: float, tick: float) -> dict[str, Any]:
@@ -153,6 +181,8 @@ def sweep_table(
             if baseline_at.get(value) in logs:
                 lever = _judged(logs[leg] - logs[baseline_at[value]], threshold, bias, tick(leg, baseline_at[value]))
                 row.update({f"lever_{k}": v for k, v in lever.items()}, lever_trend_p=lever_trend_p)
+            if summary is not None and summary.distrust:
+                row.update({k: distrusted(row[k]) for k in ("verdict", "lever_verdict") if k in row})
             rows.append(row)
     table = pd.DataFrame(rows)
     tested = table["verdict"] != "BIASED"

@@ -9,7 +9,6 @@ steady steps there is one sample: the delta is shown and no verdict is given.
 from __future__ import annotations
 
 import math
-
 import re
 from dataclasses import dataclass, field
 from typing import Any

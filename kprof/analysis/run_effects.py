@@ -77,6 +77,7 @@ class CaseSummary:
     bias: float = 0.0  # the A/A's bias bound, log units (0: every copy holds 0), in every other interval
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
     ticks: dict[str, float] = field(default_factory=dict)  # each leg's timer-rounding bias bound, log units
+    distrust: str = ""  # why no verdict of this case stands: its baseline disagrees with its own A/A copy
 
     def tick(self, *legs: str) -> float:
         """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
@@ -172,6 +173,7 @@ class _CaseTerms:
     aa_placement: S.PlacementTerm
     aa: S.Effect | None
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
+    distrust: str = ""
 
 
 def _case_terms(
@@ -197,6 +199,9 @@ def _case_terms(
     aa_placement = placement.terms.get(aa_leg, S.PlacementTerm()) if aa is not None else S.PlacementTerm()
     if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
         aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement.half_width, threshold, tick=tick_of[aa_leg])
+    own = {
+        c: placed_effect(d_all[c].to_numpy(), placement.terms[c].half_width, threshold, tick=tick_of[c]) for c in copies
+    }
     return _CaseTerms(
         logs=logs,
         d_all=d_all,
@@ -213,7 +218,28 @@ def _case_terms(
         aa_placement=aa_placement,
         aa=aa,
         case_wide=S.case_wide(tested),
+        distrust=baseline_distrust(baseline, own),
     )
+
+
+def baseline_distrust(baseline: str, copies: dict[str, S.Effect]) -> str:
+    """Why no verdict of a case stands, or "": an A/A copy that reads FASTER or SLOWER than its
+    baseline (beyond the threshold, its interval clear of 0) says the baseline's own times are off
+    (a loaded machine ran one process 5-100x slower than its copy): every comparison with it is."""
+    for name, effect in copies.items():
+        if effect.verdict in ("FASTER", "SLOWER"):
+            return (
+                f"the baseline {baseline} disagrees with its own A/A copy {name}: {effect.effect_pct:+.2f}% "
+                f"[{effect.ci_low_pct:+.2f}, {effect.ci_high_pct:+.2f}], beyond the threshold; no verdict of "
+                "this case stands (run it again on a quiet machine)"
+            )
+    return ""
+
+
+def distrusted(verdict: str) -> str:
+    """A verdict of a case whose baseline disagrees with its A/A copy: a FASTER or SLOWER that
+    bias could explain is BIASED, a SAME is not shown to be one (UNRESOLVED)."""
+    return {"FASTER": "BIASED", "SLOWER": "BIASED", "SAME": "UNRESOLVED"}.get(verdict, verdict)
 
 
 def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samples: pd.DataFrame) -> CaseSummary:
@@ -240,6 +266,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         placements=t.n_placements,
         bias=t.bias,
         aa_copies=len(t.copies),
+        distrust=t.distrust,
         timer=", ".join(sorted({str(x).split(" ")[0] for x in samples["timer"].unique()})),
         ticks=t.ticks,
     )
@@ -261,6 +288,8 @@ def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str
         own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
         placement, tick = t.placement.terms[leg.name], t.tick_of[leg.name]
         eff = placed_effect(t.d_all[leg.name].to_numpy(), placement.half_width, t.threshold, own_bias, tick)
+        if t.distrust and not leg.has(Role.AA):
+            eff = replace(eff, verdict=distrusted(eff.verdict))
         row.update(
             eff.row(),
             p_sign=eff.p_sign,
@@ -441,12 +470,17 @@ def bias_bound(
 def control_false_discoveries(table: pd.DataFrame, tested: pd.Series, by: list[str] | None = None) -> pd.DataFrame:
     """Benjamini–Hochberg over the ``tested`` rows (in place), within each family of rows that share
     the ``by`` columns (the whole table when None): a FASTER or SLOWER that does not survive it
-    becomes UNRESOLVED; ``bh_significant`` records the outcome (False for rows not tested)."""
+    becomes UNRESOLVED; ``bh_significant`` records the outcome (False for rows not tested), and is
+    never true beside a printed interval that holds 0 (p comes from the raw rounds, the interval
+    carries the placement, tick and bias terms: a row read p = 3e-05 significant inside [−0.31, +1.97])."""
     table["bh_significant"] = False
     families = [g.index for _, g in table[tested].groupby(by, sort=False)] if by else [table.index[tested]]
     for index in families:
         if len(index):
             table.loc[index, "bh_significant"] = S.benjamini_hochberg(table.loc[index, "p"].to_numpy())
+    if {"ci_low_pct", "ci_high_pct"} <= set(table.columns):
+        clear_of_zero = (table["ci_low_pct"] > 0) | (table["ci_high_pct"] < 0)
+        table["bh_significant"] = table["bh_significant"] & clear_of_zero
     demote = tested & table["verdict"].isin(["FASTER", "SLOWER"]) & ~table["bh_significant"]
     table.loc[demote, "verdict"] = "UNRESOLVED"
     return table

@@ -109,7 +109,9 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
         table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
     table.notes += hidden_notes(rows, view)
     reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
-    if len(reference) and (best := best_leg_line(rows, str(reference.iloc[0]))):
+    if summary is not None and summary.distrust:
+        table.notes.append(summary.distrust)  # in place of a headline no verdict of the case supports
+    elif len(reference) and (best := best_leg_line(rows, str(reference.iloc[0]))):
         table.notes.append(best)
     if summary is not None:
         table.notes.append(summary_line(summary))
@@ -379,6 +381,7 @@ def aa_records(summaries: dict[str, CaseSummary]) -> list[dict[str, Any]]:
             "placement_pct": s.placement_pct,
             "pooled_placement_pct": s.pooled_placement_pct,
             "rounds": s.rounds,
+            "distrust": s.distrust,
         }
         for s in summaries.values()
         if s.aa is not None
