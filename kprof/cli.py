@@ -258,13 +258,14 @@ def sql(
     folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, csv or json.")] = TableFormat.table,
     output: OutputOption = None,
+    timeout: Annotated[float, typer.Option(help="Stop the query after this many seconds.", min=0.1)] = 60.0,
 ) -> None:
     """Read-only SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented
-    names; SELECT and EXPLAIN only, files of the folder only, at most 100,000 rows."""
+    names; a SELECT (or an EXPLAIN of one), no file access of its own, at most 100,000 rows and 256 MiB."""
     from kprof.commands.sql import run_sql
     from kprof.report.sql_report import sql_document
 
-    result, tables, cut = run_sql(query, folder)
+    result, tables, cut = run_sql(query, folder, timeout)
     _write(sql_document(result, tables, cut), fmt, output)
 
 

@@ -119,3 +119,50 @@ def test_a_run_table_reads_as_the_report_reads_it_after_a_resume(tmp_path: Path)
     assert len(folder.read("samples")) == len(rows) - 9 + 4
     assert _rows("SELECT count(*) AS n FROM samples", folder.root) == [{"n": len(rows) - 9 + 4}]
     assert _rows("SELECT count(*) AS n FROM samples WHERE round = 3", folder.root) == [{"n": 4}]
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("EXPLAIN ANALYZE COPY (SELECT 1 AS a) TO '{table}' (FORMAT parquet)", "explains a SELECT only, not COPY"),
+        ("EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1", "explains a SELECT only, not CREATE"),
+        ("EXPLAIN ANALYZE DROP VIEW samples", "explains a SELECT only, not DROP"),
+        ("SELECT * FROM read_parquet('{table}')", "Permission Error"),  # DuckDB itself reads no file
+    ],
+)
+def test_nothing_wrapped_in_explain_writes_a_run(tmp_path: Path, query: str, says: str) -> None:
+    """The issue's attacks: EXPLAIN ANALYZE runs what it explains; a statement filter on the first
+    keyword let a COPY overwrite a run's compacted samples (exit 0)."""
+    from fake_runs import write_run
+
+    from kprof.designs.legs import design_legs
+
+    folder = write_run(tmp_path / "run", design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6)
+    folder.compact()
+    table = folder.root / "samples" / "compact.parquet"
+    before = table.read_bytes()
+    res = runner.invoke(app, ["sql", query.format(table=table), str(folder.root)])
+    assert res.exit_code == 2 and says in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert table.read_bytes() == before
+    assert _rows("SELECT count(*) AS n FROM samples", folder.root)[0]["n"] == len(folder.read("samples"))
+
+
+def test_a_query_that_would_not_end_is_stopped(tmp_path: Path) -> None:
+    saved = _saved(tmp_path)
+    for query in (
+        "SELECT sum(i) FROM range(10000000000000) t(i)",
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
+    ):
+        res = runner.invoke(app, ["sql", query, str(saved), "--timeout", "1"])
+        assert res.exit_code == 2 and "ran longer than --timeout 1 s" in res.stderr, res.stderr
+
+
+def test_a_result_too_large_is_one_line_and_an_empty_one_is_an_answer(tmp_path: Path, monkeypatch) -> None:
+    import kprof.commands.sql as sql_command
+
+    saved = _saved(tmp_path)
+    monkeypatch.setattr(sql_command, "MAX_RESULT_BYTES", 1 << 20)
+    res = runner.invoke(app, ["sql", "SELECT repeat('x', 2000000) AS s", str(saved)])
+    assert res.exit_code == 2 and "kprof sql returns at most 1 MiB" in res.stderr, res.stderr
+    res = runner.invoke(app, ["sql", "SELECT name FROM kernels WHERE false", str(saved), "--format", "csv"])
+    assert res.exit_code == 0 and res.stdout == "name\n", res.output

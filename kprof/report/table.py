@@ -287,7 +287,9 @@ def _clean(value: Any) -> Any:
 
 
 def render_csv(doc: Document) -> str:
-    if doc.records is None or not len(doc.records):
+    """The document's rows as CSV; a result with columns and no rows is its header line (an empty
+    answer is an answer), a document without a table of rows is nothing."""
+    if doc.records is None or not len(doc.records.columns):
         return ""
     buf = io.StringIO()
     doc.records.map(_clean).to_csv(buf, index=False)
