@@ -11,10 +11,8 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -168,8 +166,12 @@ def run_trace(
 ) -> TraceResult:
     pattern = compile_step_pattern(step_pattern)
     files, skipped = expand_inputs(files)
-    with _store().claimed(save) if save is not None else nullcontext():
-        return _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, save, on_progress, jobs)
+    if save is None:
+        return _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, None, on_progress, jobs)
+    with _store().claimed(save) as staging:
+        result = _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, staging, on_progress, jobs)
+    result.saved = [save / path.relative_to(staging) for path in result.saved]
+    return result
 
 
 def _run_trace(
@@ -183,7 +185,8 @@ def _run_trace(
     on_progress: Callable[[Path, int, int], None] | None,
     jobs: int,
 ) -> TraceResult:
-    """``run_trace`` once the inputs are expanded and the save folder (if any) is held."""
+    """``run_trace`` once the inputs are expanded; ``save``: the folder the save is written into
+    (kprof.store.trace_folder.claimed puts it in place once complete)."""
     counter_files = [f for f in files if rocprofv3_counters.is_counter_file(f)]
     files = [f for f in files if f not in counter_files]
     if counter_files and not files:
@@ -192,14 +195,8 @@ def _run_trace(
         _FileJob(f, i, len(files), step_pattern, kernel_filter.pattern if kernel_filter else None, recover, save)
         for i, f in enumerate(files)
     ]
-    try:
-        ranks = sorted(_read_all(work, jobs, on_progress), key=lambda r: r.tables.rank)
-        _check_ranks(ranks)
-    except KprofInputError:
-        if save is not None:  # no half-written dataset is left to be mistaken for a whole one
-            for partial in ("kernel_events", "ranges"):
-                shutil.rmtree(save / partial, ignore_errors=True)
-        raise
+    ranks = sorted(_read_all(work, jobs, on_progress), key=lambda r: r.tables.rank)
+    _check_ranks(ranks)
     cross = cross_rank_tables([r.tables for r in ranks], [r.collectives for r in ranks]) if len(ranks) > 1 else None
     result = TraceResult(ranks, cross, skipped=skipped)
     if counter_files:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,44 +18,88 @@ import pyarrow.parquet as pq
 from kprof.errors import KprofInputError
 from kprof.schema import KERNEL_EVENTS, RANGES, SCHEMA_VERSION
 from kprof.store.atomic import write_parquet, write_text
-from kprof.store.layout import FOLDER_LOCK, META
+from kprof.store.layout import FOLDER_LOCK, META, is_run_folder
 from kprof.store.locks import held_alone
 
-# What a `kprof trace --save` folder holds (besides NAME.parquet result tables): a save replaces
-# exactly these, and a folder holding anything else is not one.
-_SAVED = {"kernel_events", "ranges", META, FOLDER_LOCK}
+# What a `kprof trace --save` writes: the partitioned tables, the result tables, meta.json and a
+# marker naming them; a save replaces exactly what an earlier save wrote, and a folder holding
+# anything else is not one.
+MARKER = ".kprof-save"
+RESULT_TABLES = ("kernels", "steps", "annotations", "rank_steps", "rank_kernels", "rank_collectives", "counters")
+_WRITTEN = {"kernel_events", "ranges", META, MARKER, *(f"{name}.parquet" for name in RESULT_TABLES)}
 
 
 @contextmanager
-def claimed(out: Path) -> Iterator[None]:
-    """Hold ``out`` for one save and clear the previous save's tables, so a save replaces an earlier
-    one as a whole (a one-rank save over a two-rank one left the second rank's tables). A run folder,
-    a folder holding other files, and a folder another kprof process is saving into are refused in
-    one line: the save wrote over a run's meta.json before, and two saves mixed their traces."""
+def claimed(out: Path) -> Iterator[Path]:
+    """Hold ``out`` for one save and give the folder to write it into: a new folder beside ``out``,
+    which replaces what an earlier save wrote there only once it is complete. A save that fails
+    (a truncated trace, a full disk) leaves the earlier one as it was. Refused in one line: a run
+    folder or a folder inside one, a folder holding anything a save did not write (the user's own
+    parquet files, a ``kernel_events`` folder of theirs), a symlink among what it would replace (a
+    save never writes or deletes through one), and a folder another kprof process is saving into."""
     prepare_dir(out)
-    meta = out / META
-    if meta.is_file():
-        try:
-            command = json.loads(meta.read_text()).get("command")
-        except (OSError, ValueError, AttributeError):
-            command = None
-        if command != "trace":
-            raise KprofInputError(
-                out,
-                "holds a kprof run or other data (its meta.json): --save writes trace tables "
-                "into an empty folder or over an earlier --save; give another folder",
-            )
-    foreign = sorted(p.name for p in out.iterdir() if p.name not in _SAVED and p.suffix != ".parquet")
-    if foreign:
-        raise KprofInputError(
-            out, f"is not empty and holds no kprof trace save ({', '.join(foreign[:3])}…): give an empty or new folder"
-        )
+    _check_target(out)
     with held_alone(out, "is being saved into by another kprof process (one at a time)"):
-        for stale in ("kernel_events", "ranges"):
-            shutil.rmtree(out / stale, ignore_errors=True)
-        for stale in [*out.glob("*.parquet"), meta]:
-            stale.unlink(missing_ok=True)
-        yield
+        staging = out.parent / f".{out.name}.kprof-save-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            yield staging
+            _swap_in(staging, out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _check_target(out: Path) -> None:
+    """``out`` may take a save: not in a run, and empty or holding an earlier save alone."""
+    run = next((folder for folder in out.resolve().parents if is_run_folder(folder)), None)
+    if run is not None:
+        raise KprofInputError(out, f"lies inside the kprof run folder {run}: --save writes a folder of its own")
+    entries = {p.name: p for p in out.iterdir() if p.name != FOLDER_LOCK}
+    if not entries:
+        return
+    meta = out / META
+    try:
+        command = json.loads(meta.read_text()).get("command") if meta.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        command = None
+    if command != "trace":
+        listed = ", ".join(sorted(entries)[:3])
+        what = "a kprof run or other data (its meta.json)" if META in entries else f"no kprof trace save ({listed})"
+        raise KprofInputError(out, f"holds {what}: --save writes into an empty folder or over an earlier --save")
+    foreign = sorted(name for name in entries if name not in _written(out))
+    if foreign:
+        raise KprofInputError(out, f"holds files a save did not write ({', '.join(foreign[:3])}): give another folder")
+    linked = sorted(name for name, p in entries.items() if p.is_symlink())
+    if linked:
+        raise KprofInputError(out, f"holds a symlink ({', '.join(linked[:3])}): a save never writes through one")
+
+
+def _written(out: Path) -> set[str]:
+    """What the earlier save in ``out`` wrote: its marker's list (an older save, without one: the
+    names a save writes)."""
+    try:
+        names = json.loads((out / MARKER).read_text())
+    except (OSError, ValueError):
+        return _WRITTEN
+    return {*names, MARKER} if isinstance(names, list) else _WRITTEN
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """The complete save in ``staging`` in place of what the earlier save wrote in ``out``: the
+    earlier entries set aside, the new ones moved in (renames within one folder), then the old
+    ones deleted (never following a symlink)."""
+    names = sorted(p.name for p in staging.iterdir())
+    write_text(json.dumps(names) + "\n", staging / MARKER)
+    aside = out.parent / f".{out.name}.kprof-old-{os.getpid()}"
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    for name in _written(out):
+        if (out / name).exists() or (out / name).is_symlink():
+            (out / name).rename(aside / name)
+    for entry in staging.iterdir():
+        entry.rename(out / entry.name)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def prepare_dir(out: Path) -> Path:
