@@ -8,8 +8,8 @@ Exit codes: 0 done; 1 ``compare --fail-on`` found a row that breaks the rule; 2 
 line naming the file or argument); 3 ``compare --fail-on`` cannot decide (rows without a verdict
 or interval that may break it); 4 a run (``run``, ``calibrate``, ``attribute`` of a workload) is
 incomplete: a case failed or did not finish, or a leg killed its worker, or a case's baseline
-disagrees with its own A/A copy (each named; everything measured stored and reported); 130
-interrupted (the resume command is printed).
+disagrees with its own A/A copy, or a leg's outputs changed after a timed round (each named;
+everything measured stored and reported); 130 interrupted (the resume command is printed).
 """
 
 from __future__ import annotations
@@ -335,7 +335,8 @@ def _execute_and_report(
 def _fail_if_incomplete(report: Any) -> None:
     """A run with a case that failed or did not finish, or a leg that killed its worker, exits
     INCOMPLETE, naming them (legs refused on purpose are findings the report states); so does a
-    run with a case whose baseline disagrees with its own A/A copy (none of its verdicts stands)."""
+    run with a case whose baseline disagrees with its own A/A copy (none of its verdicts stands), or
+    a leg whose outputs changed after a timed round (a race: its times may not be of its work)."""
     failed = [m for m in report.run.missing() if not m.refused] if report is not None else []
     distrusted = [case for case, s in report.summaries.items() if s.distrust] if report is not None else []
     if failed:
@@ -346,7 +347,10 @@ def _fail_if_incomplete(report: Any) -> None:
         more = f" and {len(distrusted) - 5} more" if len(distrusted) > 5 else ""
         cases = "; ".join(distrusted[:5]) + more
         typer.echo(f"kprof: the baseline disagrees with its own A/A copy, no verdict stands: {cases}", err=True)
-    if failed or distrusted:
+    races = report.races if report is not None else []
+    for line in races[:5]:
+        typer.echo(f"kprof: {line}", err=True)
+    if failed or distrusted or races:
         raise typer.Exit(INCOMPLETE)
 
 

@@ -41,6 +41,7 @@ class RunReport:
     warnings: list[str]  # damaged parts left out (every intact round is still reported)
     gpu_spread: pd.DataFrame = field(default_factory=pd.DataFrame)  # --aa-across-gpus
     sequence: pd.DataFrame = field(default_factory=pd.DataFrame)  # a range's commits, each against its parent
+    races: list[str] = field(default_factory=list)  # legs whose outputs changed after a timed round
 
 
 def no_rounds_message(run: Run) -> str:
@@ -89,20 +90,87 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     if any(leg.has(Role.SEQUENCE) for leg in run.legs):  # the answer a sequence run is for, in its report
         levers = attribute_run(samples, run.legs, run.lever_names, summaries, effects)
         sequence = levers[levers["design"].isin(seq.QUANTITIES)].reset_index(drop=True) if len(levers) else levers
+    checks = folder.read("checks", skip_damaged=True)
+    races = race_lines(checks)
+    effects = with_race_rounds(effects, checks)
     return RunReport(
         run,
         samples,
         effects,
         summaries,
-        folder.read("checks", skip_damaged=True),
+        checks,
         folder.read("compile", skip_damaged=True),
         calibration_table(samples, effects, run.legs),
         sign_rule(samples, run.legs),
         kernel_effects,
-        damage_warnings(folder),
+        [*races, *damage_warnings(folder), *missing_round_lines(folder, run)],
         gpu_spread(samples, run, threshold),
         sequence,
+        races,
     )
+
+
+def _raced(checks: pd.DataFrame) -> pd.DataFrame:
+    """The race checks that failed: a leg replayed after a timed round whose outputs changed."""
+    if checks.empty or not {"round", "passed"} <= set(checks.columns):
+        return checks.iloc[0:0]
+    return checks[(checks["round"] >= 0) & ~checks["passed"].astype(bool)]
+
+
+def race_lines(checks: pd.DataFrame) -> list[str]:
+    """One line per leg whose outputs changed after any timed round: its times may not be of the
+    work it should do (a race, or a leg that reads what another wrote), whatever its verdict says."""
+    raced, lines = _raced(checks), []
+    if raced.empty:
+        return lines
+    for (case, leg), failed in raced.groupby(["case", "leg"], sort=False):
+        rounds = sorted(int(r) for r in failed["round"].unique())
+        detail = str(failed["detail"].iloc[0]) if "detail" in failed else ""
+        lines.append(
+            f"{case} · {leg}: outputs changed after {len(rounds)} timed round(s) (first: round {rounds[0]}; "
+            f"{detail}) — a race? its times may not be of the work it should do"
+        )
+    return lines
+
+
+def with_race_rounds(effects: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFrame:
+    """The leg table with ``race_rounds``: how many timed rounds each leg failed its race check in."""
+    raced = _raced(checks)
+    if effects.empty or raced.empty:
+        return effects.assign(race_rounds=0) if len(effects) else effects
+    counts = raced.groupby(["case", "leg"])["round"].nunique()
+    keys = pd.MultiIndex.from_arrays([effects["case"], effects["leg"]])
+    return effects.assign(race_rounds=counts.reindex(keys, fill_value=0).to_numpy())
+
+
+def missing_round_lines(folder: RunFolder, run: Run) -> list[str]:
+    """Finished cases whose stored samples do not add up — rounds absent, or rounds with fewer rows
+    than their legs × samples (rows lost from a compacted table): the report reads what is there,
+    and says so."""
+    stored = folder.read("samples", skip_damaged=True)
+    lines = []
+    for index, case in enumerate(run.case_names):
+        status = run.status(case)
+        if status.status != "done":
+            continue
+        every = set(range(run.protocol.total_rounds))
+        lost = sorted(every - set(folder.finished_rounds(index)))
+        short: list[int] = []
+        if not run.is_program and status.samples and status.legs_timed and len(stored):
+            rows = stored[stored["case"].astype(str) == case].groupby("round").size()
+            short = sorted(int(r) for r, n in rows.items() if n < status.samples * len(status.legs_timed))
+        if lost or short:
+            said = [f"{len(lost)} of {len(every)} rounds absent"] if lost else []
+            said += [f"{len(short)} round(s) short of rows (rounds {_listed(short)})"] if short else []
+            lines.append(
+                f"{case}: the stored samples do not add up ({'; '.join(said)}): rows lost from the folder? "
+                "the report reads the rows that are there"
+            )
+    return lines
+
+
+def _listed(rounds: list[int]) -> str:
+    return ", ".join(map(str, rounds[:8])) + (" …" if len(rounds) > 8 else "")
 
 
 def damage_warnings(folder: RunFolder) -> list[str]:

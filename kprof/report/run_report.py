@@ -106,7 +106,8 @@ def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | 
     shown = shown_rows(rows, view)
     for (_, r), time in zip(shown.iterrows(), number_column(shown["time_us"].tolist()), strict=True):
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
-        table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"], r["verdict"]))
+        raced = " (race?)" if r.get("race_rounds", 0) else ""  # its outputs changed after a timed round
+        table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"] + raced, r["verdict"]))
     table.notes += hidden_notes(rows, view)
     reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
     if summary is not None and summary.distrust:
