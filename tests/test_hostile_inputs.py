@@ -168,8 +168,9 @@ def test_a_samples_part_of_wrong_types_or_nulls_is_not_a_finished_round(tmp_path
     assert RunFolder(root).finished_rounds(0) == [0, 1, 2, 4, 5, 6]
     doc = json.loads(runner.invoke(app, ["report", str(root), "--format", "json"]).stdout)
     assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {5}
-    (warning,) = doc["warnings"]
-    assert "c000-r0003.parquet: is a damaged samples part" in warning
+    short, damaged = sorted(doc["warnings"])
+    assert "c000-r0003.parquet: is a damaged samples part" in damaged
+    assert "1 of 7 rounds absent" in short  # the finished case's rows do not add up without it
 
 
 def test_a_full_disk_leaves_the_run_folder_as_it_was_and_says_so_in_one_line(tmp_path: Path, monkeypatch) -> None:
@@ -257,3 +258,27 @@ def test_a_database_whose_typed_columns_are_all_null_reads_or_is_one_line(fmt: s
     else:
         assert res.exit_code == 0, (res.output, repr(res.exception))
         assert json.loads(res.stdout)["kernels"], res.stdout
+
+
+def test_traces_that_lie_are_caught(tmp_path: Path) -> None:
+    """An end of INT64_MAX (an nsys export's) made a kernel total of -9.2e15 µs, exit 0; a Kineto
+    kernel with a negative dur was counted as 0 without the warning other formats give; one file
+    given twice was reported as two ranks."""
+    from tests.kineto_events import kernel, write_trace
+
+    path = tmp_path / "run_kernel_trace.csv"
+    path.write_text(
+        KERNEL_HEADER + "\n"
+        '"KERNEL_DISPATCH","Agent 4",1,1,7,1,10,"k",1,1551874061300000,9223372036854775807\n'
+        '"KERNEL_DISPATCH","Agent 4",1,1,7,2,10,"k",2,1551874061400000,1551874061410000\n'
+    )
+    trace = load_trace(path)
+    assert trace.events["dur_ns"].tolist() == [10_000]
+    assert "1 activities last longer than a day (an impossible end): left out" in trace.warnings
+    doc = json.loads(runner.invoke(app, ["trace", str(path), "--format", "json"]).stdout)
+    assert doc["kernels"][0]["total_us"] == pytest.approx(10.0)
+    kineto = write_trace(tmp_path / "k.json", [kernel("k", 10.0, 5.0, corr=1), kernel("k", 20.0, -3.0, corr=2)])
+    loaded = load_trace(kineto)
+    assert loaded.events["dur_ns"].tolist() == [5_000, 0]
+    assert "1 activities end before they start: counted as 0 µs" in loaded.warnings
+    _one_line(["trace", str(TRACE), str(TRACE)], "is given twice")

@@ -76,8 +76,9 @@ def _looks_like_trace(path: Path) -> bool:
 
 
 def expand_inputs(items: list[Path]) -> tuple[list[Path], list[Path]]:
-    """Files as given; a folder gives its trace files; a glob (``ranks/*.json.gz``) its matches.
-    Also returns the JSON files of folders that were left out as not traces."""
+    """Files as given; a folder gives its trace files; a glob (``ranks/*.json.gz``) its matches; one
+    file named twice is a one-line error. Also returns the JSON files of folders that were left out
+    as not traces."""
     files: list[Path] = []
     skipped: list[Path] = []
     for item in items:
@@ -95,6 +96,11 @@ def expand_inputs(items: list[Path]) -> tuple[list[Path], list[Path]]:
             files += found
         else:
             files.append(item)
+    seen: dict[Path, Path] = {}
+    for file in files:  # one file twice is one rank, not two
+        first = seen.setdefault(Path(os.path.realpath(file)), file)  # a symlink loop: said when read
+        if first is not file:
+            raise KprofInputError(file, f"is given twice (also as {first}): each file is one rank's trace")
     return files, skipped
 
 

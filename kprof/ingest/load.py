@@ -87,11 +87,16 @@ def load_trace(
     return traces[0]
 
 
+MAX_ACTIVITY_NS = 86_400 * 10**9  # no one activity of a trace lasts a day
+
+
 def keep_possible_times(trace: Trace) -> None:
     """Activities no clock can have recorded are never counted, in any format, and each kind is
     warned about: a negative start (device clocks and session timelines count up from zero; one such
-    kernel once made a 3.1-second kernel mean) is left out; an end before the start is a zero-length
-    activity at its start (an interval that runs backwards subtracted from GPU busy: 961% busy)."""
+    kernel once made a 3.1-second kernel mean) is left out; so is one that lasts longer than a day
+    (an end of INT64_MAX made a kernel total of −9.2e15 µs); an end before the start is a
+    zero-length activity at its start (an interval that runs backwards subtracted from GPU busy:
+    961% busy)."""
     events = trace.events
     if len(events) == 0:
         return
@@ -100,6 +105,10 @@ def keep_possible_times(trace: Trace) -> None:
     if negative.any():
         trace.warnings.append(f"{int(negative.sum())} activities with a negative start time left out")
         events = events[~negative].reset_index(drop=True)
+    endless = (events["end_ns"].to_numpy("int64") - events["start_ns"].to_numpy("int64")) > MAX_ACTIVITY_NS
+    if endless.any():  # an end no clock recorded (INT64_MAX in an nsys export): its sum overflowed
+        trace.warnings.append(f"{int(endless.sum())} activities last longer than a day (an impossible end): left out")
+        events = events[~endless].reset_index(drop=True)
     backwards = events["end_ns"].to_numpy("int64") < events["start_ns"].to_numpy("int64")
     if backwards.any():
         trace.warnings.append(f"{int(backwards.sum())} activities end before they start: counted as 0 µs")
