@@ -135,7 +135,11 @@ def _output_kind(output: Path | None, formats: dict[str, str] = SUFFIX_FORMATS) 
 
     if output is None:
         return ""
-    if output.is_dir() or any(is_run_folder(folder) for folder in (output.parent, *output.parent.parents)):
+    try:
+        inside = output.is_dir() or any(is_run_folder(folder) for folder in (output.parent, *output.parent.parents))
+    except OSError as e:  # a name longer than the file system takes
+        raise KprofInputError("--output", f"{str(output)[:80]}…: cannot be written ({e.strerror or e})") from None
+    if inside:
         raise KprofInputError("--output", f"{output}: is a folder or lies in a kprof folder, which it would change")
     kind = formats.get(output.suffix.lower())
     if kind is None:

@@ -42,6 +42,7 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
@@ -514,8 +515,10 @@ class Run:
             run = msgspec.convert({**typed, "legs": []}, type=cls)
         except msgspec.ValidationError as e:
             raise KprofInputError(where, f"is not a kprof run description ({e})") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
+        if not (math.isfinite(run.threshold_pct) and run.threshold_pct >= 0):
+            raise KprofInputError(where, f"holds threshold_pct {run.threshold_pct}: a threshold is a percent ≥ 0")
         run.legs, run.case_status = legs, status
         run.extra = {k: v for k, v in d.items() if k not in _MODELLED}
         if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:

@@ -282,3 +282,50 @@ def test_traces_that_lie_are_caught(tmp_path: Path) -> None:
     assert loaded.events["dur_ns"].tolist() == [5_000, 0]
     assert "1 activities end before they start: counted as 0 µs" in loaded.warnings
     _one_line(["trace", str(TRACE), str(TRACE)], "is given twice")
+
+
+def test_stored_values_no_clock_or_reader_takes_are_one_line(tmp_path: Path) -> None:
+    """Tracebacks the issue found: a leg's replica of Infinity (OverflowError), times of 0 (KeyError),
+    a NaN threshold (every verdict UNRESOLVED under 'threshold ±nan%', exit 0), and a NaN in a
+    status file (JSON output with a NaN token)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    replica = _run(tmp_path / "replica")
+    meta = json.loads((replica / "meta.json").read_text())
+    next(leg for leg in meta["legs"] if "A/A" in leg["name"])["replica"] = float("inf")
+    (replica / "meta.json").write_text(json.dumps(meta))
+    for command in ("report", "attribute"):
+        _one_line([command, str(replica)], "OverflowError")
+    threshold = _run(tmp_path / "threshold")
+    meta = json.loads((threshold / "meta.json").read_text())
+    meta["threshold_pct"] = float("nan")
+    (threshold / "meta.json").write_text(json.dumps(meta))
+    _one_line(["report", str(threshold)], "holds threshold_pct nan")
+    zero = _run(tmp_path / "zero")
+    compact = zero / "samples" / "compact.parquet"
+    table = pq.read_table(compact).to_pandas().assign(time_ns=0.0)
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), compact)
+    for command in ("report", "attribute"):
+        _one_line([command, str(zero)], "time_ns values that are not > 0 and finite")
+    status_nan = _run(tmp_path / "nan")
+    path = status_nan / "status" / "c000.json"
+    status = json.loads(path.read_text())
+    status["baseline_warmup_ns"] = float("nan")
+    path.write_text(json.dumps(status))
+    out = runner.invoke(app, ["report", str(status_nan), "--format", "json"]).stdout
+    json.loads(out, parse_constant=lambda token: pytest.fail(f"{token} in JSON output"))
+
+
+def test_output_names_the_file_system_refuses_or_takes(tmp_path: Path) -> None:
+    """A 300-character --output name was an OSError traceback; a legal 255-character one failed on
+    the temporary file's longer name."""
+    _one_line(["trace", str(TRACE), "--output", str(tmp_path / ("x" * 300 + ".md"))], "File name too long")
+    longest = tmp_path / ("y" * 252 + ".md")
+    assert runner.invoke(app, ["trace", str(TRACE), "--output", str(longest)]).exit_code == 0 and longest.exists()
+
+
+def test_comparing_with_a_trace_without_gpu_activity_is_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    _one_line(["compare", str(TRACE), str(empty), "--fail-on", "slower>2%"], "holds no GPU activity")

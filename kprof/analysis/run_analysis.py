@@ -61,7 +61,10 @@ def reported_samples(folder: RunFolder, run: Run, skip_damaged: bool = False) ->
     the burn-in (which is never reported) is stored: a run stopped that early has nothing to say."""
     samples = without_failed_legs(folder.read("samples", skip_damaged=skip_damaged), run)
     if samples.empty or samples["burn_in"].astype(bool).all():
-        raise KprofInputError(folder.root, no_rounds_message(run))
+        damaged = (
+            f" ({len(folder.skipped)} damaged parts left out; first: {folder.skipped[0]})" if folder.skipped else ""
+        )
+        raise KprofInputError(folder.root, no_rounds_message(run) + damaged)
     return samples
 
 

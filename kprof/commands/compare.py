@@ -67,6 +67,8 @@ def load_side(path: Path, steps: str | None) -> Side:
             trace = Trace(events=events, ranges=range_table({}), meta={"file": str(f), "format": "parquet"})
         else:
             trace = load_trace(f, step_pattern=steps, purpose="kprof compare compares one rank with one rank")
+        if not len(trace.events):
+            raise KprofInputError(f, "holds no GPU activity (no kernel, memcpy or memset): nothing to compare")
         tables = trace_tables(trace, pattern)
         side.kernels.append(tables.kernels)
         side.steps.append(tables.steps)

@@ -297,7 +297,19 @@ def render_csv(doc: Document) -> str:
 
 
 def render_json(doc: Document) -> str:
-    return json.dumps(doc.data, indent=2, default=str) + "\n"
+    """Strict JSON: a number that is not finite (a NaN a damaged status file held) is null, never
+    the NaN token other readers refuse."""
+    return json.dumps(_finite(doc.data), indent=2, default=str, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ from kprof.errors import KprofInputError
 
 
 def _partial(path: Path) -> Path:
-    return path.with_name(path.name + ".partial")
+    """A sibling short enough for any legal name (a 255-character one had no room for a suffix)."""
+    return path.with_name(f".{path.name[:64]}.{os.getpid()}.partial")
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:

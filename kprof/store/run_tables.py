@@ -117,7 +117,8 @@ def to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:
 
 def checked_part(name: str, table: pa.Table, where: str) -> pa.Table:
     """A part (or compacted file) read back, its required columns present, of their declared types
-    (or losslessly castable to them) and never null: anything else is a damaged part, not rows."""
+    (or losslessly castable to them), never null, and its times > 0 and finite: anything else is a
+    damaged part, not rows."""
     schema = SCHEMAS[name]
     columns = {}
     for column in REQUIRED[name]:
@@ -130,6 +131,13 @@ def checked_part(name: str, table: pa.Table, where: str) -> pa.Table:
             columns[column] = values.cast(schema.field(column).type, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise KprofInputError(where, f"is a damaged {name} part ({column} is {values.type})") from None
+    if "time_ns" in columns:  # no clock measures a call as taking no time, or less, or forever
+        import pyarrow.compute as pc
+
+        times = columns["time_ns"]
+        bad = len(times) - pc.sum(pc.and_(pc.greater(times, 0), pc.is_finite(times))).as_py() if len(times) else 0
+        if bad:
+            raise KprofInputError(where, f"is a damaged {name} part ({bad} time_ns values that are not > 0 and finite)")
     for column, values in columns.items():
         table = table.set_column(table.column_names.index(column), column, values)
     return table
