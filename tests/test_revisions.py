@@ -312,3 +312,29 @@ def test_whole_program_at_each_revision(tmp_path: Path, monkeypatch: pytest.Monk
     assert all(t["setup"]["exit_code"] == 0 for t in trees)
     assert all((Path(t["path"]) / "setup.log").read_text() == "installed\n" for t in trees)
     assert {c["subject"] for c in meta["revisions"]["commits"]} == {"slower kernels", "docs"}
+
+
+@pytest.mark.slow  # three revision trees, a build and an import each stopped after 4 s (14 s)
+def test_a_revision_that_never_imports_or_builds_is_stopped_and_refused_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revision whose import never returned held a run for 420 s and more; so would a build step
+    that never ends. Past KPROF_REVISION_SECONDS each is stopped and its revision refused, said once;
+    the rest of the run is measured."""
+    repo = workload_repo(tmp_path, monkeypatch)
+    (repo / "helper.py").write_text("VALUE = 1\n")
+    _git(repo, "add", "helper.py")
+    base = _commit(repo, "a helper", "import time\n", "import time\n\nimport helper\n")
+    hang = _commit(repo, "importing the helper hangs", "", "import time\ntime.sleep(3600)\n", path="helper.py")
+    build = _commit(repo, "the build hangs", "", "marker\n", path="slow-build")
+    monkeypatch.setenv("KPROF_REVISION_SECONDS", "4")
+    args = ["run", str(repo / "wl.py"), "--repo", str(repo), "--rev", base, "--rev", hang, "--rev", build]
+    args += ["--setup", "if [ -f slow-build ]; then sleep 3600; fi", "--device", "cpu", "--rounds", "6"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "run"), "--format", "json"])
+    said = res.stderr
+    assert said.count("its import took longer than 4 s (KPROF_REVISION_SECONDS): stopped") == 1, res.output
+    assert said.count("--setup exited with 124") == 1, said
+    report = json.loads(res.stdout)
+    refused = {m["leg"].split()[0] for m in report["missing"] if m["refused"]}
+    assert refused == {hang, build}, report["missing"]
+    assert any(row["leg"].endswith("(A/A)") and row["verdict"] != "REFERENCE" for row in report["legs"])

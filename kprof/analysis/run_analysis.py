@@ -157,7 +157,9 @@ def missing_round_lines(folder: RunFolder, run: Run) -> list[str]:
         if status.status != "done":
             continue
         every = set(range(run.protocol.total_rounds))
-        lost = sorted(every - set(folder.finished_rounds(index)))
+        on_disk = {p.stem for p in folder.table_files("samples")[1]}  # a damaged part is said as such
+        said = {r for r in every if folder.part_path("samples", index, r).stem in on_disk}
+        lost = sorted(every - set(folder.finished_rounds(index)) - said)
         short: list[int] = []
         if not run.is_program and status.samples and status.legs_timed and len(stored):
             rows = stored[stored["case"].astype(str) == case].groupby("round").size()

@@ -8,6 +8,7 @@ each revision's outputs against the first revision's, under the workload's float
 from __future__ import annotations
 
 import contextlib
+import select
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ from kprof.events import CaseFailed, Event, LegFailed, Note, RevisionRefused
 from kprof.launches import launch_rows
 from kprof.revisions.benchmark import check_unchanged
 from kprof.revisions.plan import say_refused
+from kprof.revisions.tree_setup import revision_seconds, too_long
 from kprof.revisions.trees import revision_env
 from kprof.run_model import Leg, Role, Run, WorkloadSubject
 from kprof.store.layout import host_log, outputs_file
@@ -78,7 +80,13 @@ class Host:
         self.key = key
 
     def ready(self) -> None:
-        """Wait for the host's Ready: the revision's workload is imported and the case found."""
+        """Wait for the host's Ready: the revision's workload is imported and the case found. A
+        revision whose import does not end within the limit is stopped and refused, said once."""
+        assert self.proc.stdout is not None
+        if not select.select([self.proc.stdout], [], [], revision_seconds())[0]:
+            self.proc.kill()
+            self.proc.wait()
+            raise HostDied(too_long("its import"), revision_wide=True)
         reply = self._read(Ready)
         if not reply.ready:
             self.proc.wait()

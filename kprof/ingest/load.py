@@ -13,7 +13,7 @@ import pyarrow as pa
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import assign_ranges
 from kprof.ingest.memory import PEAK_BYTES_PER_ACTIVITY, MemoryGuard, release_freed_memory, return_freed_columns
-from kprof.ingest.registry import LoadOptions, probe
+from kprof.ingest.registry import SQLITE_SECONDS, SQLITE_STOPPED, LoadOptions, probe, sqlite_seconds
 from kprof.ingest.source import Progress
 from kprof.trace import Trace
 
@@ -59,6 +59,9 @@ def _read(path: Path, options: LoadOptions, step_pattern: str | None) -> list[Tr
             raise KprofInputError(path, "nests values deeper than kprof's decoder reads") from None
         except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas' SQL reader wraps sqlite3's errors
             cause = e.__cause__ if isinstance(e.__cause__, sqlite3.Error) else e
+            if SQLITE_STOPPED in str(cause):
+                limit = f"{sqlite_seconds():g} s ({SQLITE_SECONDS})"
+                raise KprofInputError(path, f"reading the database took longer than {limit}: stopped") from None
             raise KprofInputError(path, f"SQLite database could not be read ({cause})") from None
     traces = loaded if isinstance(loaded, list) else [loaded]
     release_freed_memory()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,25 @@ from pathlib import Path
 from kprof.errors import KprofInputError
 from kprof.ingest.memory import MemoryGuard
 from kprof.ingest.source import SQLITE_MAGIC, Progress, head, local_sqlite
+from kprof.limits import seconds
 from kprof.trace import Trace
+
+SQLITE_SECONDS = "KPROF_SQLITE_SECONDS"  # how long reading one database may take (default 600 s)
+SQLITE_STOPPED = "interrupted"  # sqlite3's word for a query its progress handler stopped
+
+
+def read_only_sqlite(path: Path) -> sqlite3.Connection:
+    """A read-only connection whose queries stop once reading has taken longer than the limit
+    (``KPROF_SQLITE_SECONDS``, 600 s by default): a database with a view that recurses without end
+    once read for minutes with nothing said."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    deadline = time.monotonic() + sqlite_seconds()
+    con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    return con
+
+
+def sqlite_seconds() -> float:
+    return seconds(SQLITE_SECONDS, 600.0)
 
 
 @dataclass
@@ -38,7 +57,7 @@ class Probe:
 
     def connect(self) -> sqlite3.Connection:
         try:
-            con = sqlite3.connect(f"file:{self.sqlite_path}?mode=ro", uri=True)
+            con = read_only_sqlite(self.sqlite_path)
         except sqlite3.Error as e:
             raise KprofInputError(self.path, f"SQLite database could not be read ({e})") from None
         self.stack.callback(con.close)

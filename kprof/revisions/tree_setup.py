@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kprof.limits import seconds
 from kprof.store.atomic import write_text
 from kprof.store.locks import exclusive_lock
 
 SETUP_MARK = ".kprof-setup.json"
+REVISION_SECONDS = "KPROF_REVISION_SECONDS"
 TAIL_CHARS = 2000
 
 
@@ -37,15 +41,46 @@ def run_setup(
                 if done.get("command") == command and done.get("exit_code") == 0:
                     return dict(done, cached=True)
         on_start()
-        try:
-            proc = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True, text=True, check=False)
-            code, output = proc.returncode, proc.stdout + proc.stderr
-        except OSError as e:
-            code, output = 127, str(e)
+        code, output = _bounded(command, tree, env)
         record = {"command": command, "exit_code": code, "output_tail": output[-TAIL_CHARS:], "cached": False}
         if code == 0:
             write_text(json.dumps(record) + "\n", mark)
         return record
+
+
+def revision_seconds() -> float:
+    """How long one revision may take to build (``--setup``) or to import in its leg host:
+    ``KPROF_REVISION_SECONDS``, 900 s by default. Beyond it the revision is refused, said once."""
+    return seconds(REVISION_SECONDS, 900.0)
+
+
+def too_long(what: str) -> str:
+    return f"{what} took longer than {revision_seconds():g} s ({REVISION_SECONDS}): stopped"
+
+
+def _bounded(command: str, tree: Path, env: dict[str, str]) -> tuple[int, str]:
+    """The command's exit code and output; stopped (with everything it started) past the limit."""
+    try:
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=tree,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as e:
+        return 127, str(e)
+    try:
+        output, _ = proc.communicate(timeout=revision_seconds())
+        return proc.returncode, output
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return 124, (output or "") + "\n" + too_long("--setup")
 
 
 def refusal(record: dict[str, Any]) -> str:

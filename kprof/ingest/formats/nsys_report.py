@@ -5,7 +5,6 @@ sqlite``) into a temporary folder and read as an export; without it, one line sa
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import subprocess
 import tempfile
 from contextlib import closing
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from kprof.errors import KprofInputError
 from kprof.ingest.formats import nsys
-from kprof.ingest.registry import LoadOptions, Probe, TraceFormat
+from kprof.ingest.registry import LoadOptions, Probe, TraceFormat, read_only_sqlite
 from kprof.trace import Trace
 
 SUFFIXES = (".nsys-rep", ".qdrep")
@@ -39,7 +38,7 @@ def export_sqlite(report: Path, out: Path) -> Path:
 def load(p: Probe, options: LoadOptions) -> Trace | list[Trace]:
     with tempfile.TemporaryDirectory(prefix="kprof-nsys-") as tmp:
         exported = export_sqlite(p.path, Path(tmp) / "report.sqlite")
-        with closing(sqlite3.connect(f"file:{exported}?mode=ro", uri=True)) as con:
+        with closing(read_only_sqlite(exported)) as con:
             return nsys.load(con, p.path, options.rank)
 
 
