@@ -1,3 +1,3 @@
-from kprof.cli import app
+from kprof.entry import main
 
-app()
+main()

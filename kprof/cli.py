@@ -399,7 +399,8 @@ def run(
     if resume:
         from kprof.commands.run import resume_folder
 
-        _fail_if_incomplete(_execute_and_report(resume_folder(out), fmt, output=output, quiet=quiet))
+        resumed = resume_folder(out, workload, fields)
+        _fail_if_incomplete(_execute_and_report(resumed, fmt, output=output, quiet=quiet))
         return
     request = run_or_program_request(workload, ctx.args, fields, sys.argv[1:])
     if fields["design"] == "bisect":

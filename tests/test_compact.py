@@ -116,3 +116,18 @@ def test_every_stored_run_reads_the_same_compacted_and_as_parts(meta: Path, tmp_
         assert len(a) == len(b)
         if len(a):
             pd.testing.assert_frame_equal(_sorted(a), _sorted(b[a.columns]))
+
+
+def test_the_compact_tool_exits_non_zero_when_it_did_nothing(tmp_path: Path, capsys) -> None:
+    """On a live run it said 'in use' and exited 0."""
+    from fake_runs import write_run
+
+    from kprof.designs.legs import design_legs
+    from kprof.store.compact import main
+
+    folder = write_run(tmp_path / "run", design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6)
+    with folder.lock():  # a kprof process running it
+        assert main([str(tmp_path)]) == 1
+    assert "kprof:" in capsys.readouterr().err
+    assert main([str(tmp_path / "nothing-here")]) == 2
+    assert main([str(tmp_path)]) == 0 and (folder.root / "samples" / "compact.parquet").exists()

@@ -344,3 +344,19 @@ def test_a_database_whose_reading_never_ends_is_stopped(tmp_path: Path, monkeypa
         )
     monkeypatch.setenv("KPROF_SQLITE_SECONDS", "1")
     _one_line(["trace", str(path)], "reading the database took longer than 1 s (KPROF_SQLITE_SECONDS): stopped")
+
+
+def test_a_rocprofv3_json_of_mostly_whitespace_is_refused_before_it_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """6.9 MB of gzip inflated to 1.5 GB of spaces and 3.2 GB of memory, exit 0; the Kineto and CSV
+    readers refused such files. Here at 1/64 of the check's size, in the rocprofv3 layout."""
+    import gzip
+
+    from kprof.ingest.formats import rocprofv3_json
+
+    monkeypatch.setattr(rocprofv3_json, "WHITESPACE_CHECK_BYTES", 1 << 20)
+    path = tmp_path / "bomb_results.json.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b'{"rocprofiler-sdk-tool": [' + b" " * (4 << 20) + b"]}")
+    _one_line(["trace", str(path)], "whitespace in its first")

@@ -175,3 +175,26 @@ def test_resume_times_again_a_round_whose_samples_part_does_not_read_back(tmp_pa
     assert {row["rounds"] for row in resumed["legs"] if row["verdict"] != "REFERENCE"} == {6}
     assert resumed["warnings"] == [] and not damaged.exists()  # timed again, then compacted
     assert len(RunFolder(out).read("samples")) == len(whole)
+
+
+def test_resume_refuses_what_contradicts_the_stored_run(tmp_path: Path) -> None:
+    """`kprof run gdn_decode --out PAGED_RUN --resume` resumed the other workload in silence, and
+    `--rounds 8 --resume` was ignored."""
+    from fake_runs import write_run
+
+    from kprof.designs.legs import design_legs
+
+    out = tmp_path / "run"
+    write_run(out, design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=6, features=("a",))
+
+    def resume(*args: str):
+        return runner.invoke(app, ["run", *args, "--out", str(out), "--resume", "--format", "json"])
+
+    for args, says in (
+        (["gdn_decode"], "holds a run of synthetic, not gdn_decode"),
+        (["--rounds", "8"], "--rounds: is 8, the stored run's 6"),
+        (["--aa-copies", "3"], "--aa-copies: is not taken with --resume"),
+    ):
+        res = resume(*args)
+        assert res.exit_code == 2 and says in res.stderr and res.stderr.count("\n") == 1, (args, res.stderr)
+    assert resume("--rounds", "6").exit_code == 0  # what the run holds: taken

@@ -130,3 +130,14 @@ def test_sigterm_and_sigkill_of_the_parent_then_resume(tmp_path: Path) -> None:
     per_round = samples.groupby(["leg", "round"]).size()
     assert set(samples["round"]) == set(range(ROUNDS + 1))  # round 0 is the burn-in
     assert per_round.nunique() == 1  # no round recorded twice, none missing for any leg
+
+
+def test_sigterm_while_starting_is_one_line_not_a_silent_kill(tmp_path: Path) -> None:
+    """A SIGTERM during start-up (imports, planning) once ended kprof with -15 and no word."""
+    cmd = [sys.executable, "-m", "kprof", "run", "paged_decode", "--device", "cpu", "--out", str(tmp_path / "r")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4)  # past the interpreter's start, well before torch and the plan are ready on a CPU
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (143, 130), (proc.returncode, err)  # 130: it had started the run already
+    assert "stopped by SIGTERM while starting" in err or "kprof run --out" in err, err

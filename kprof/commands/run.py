@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from kprof.analysis.run_analysis import RunReport, analyse_run
 from kprof.analysis.stats import walsh_index
@@ -16,16 +17,62 @@ from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, p
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
 from kprof.errors import KprofInputError, RunIncomplete
 from kprof.events import Event, Note
-from kprof.run_model import BenchmarkRecord, Run
+from kprof.run_model import BenchmarkRecord, Run, WorkloadSubject
+from kprof.run_options import OPTIONS
 from kprof.store.run_folder import RunFolder
 
 
-def resume_folder(out: Path | None) -> RunFolder:
+def resume_folder(out: Path | None, workload: str | None = None, options: dict[str, Any] | None = None) -> RunFolder:
+    """The run folder ``--resume`` continues, as it was planned: a workload or an option given
+    with it that contradicts the stored run is a one-line error (it once resumed another workload's
+    run in silence, and took no notice of ``--rounds``)."""
     if out is None:
         raise KprofInputError("--resume", "needs --out RUN_DIR")
     folder = RunFolder(out)
-    folder.read_run()  # a one-line error when it is not a run folder
+    run = folder.read_run()  # a one-line error when it is not a run folder
+    if workload is not None and isinstance(run.subject, WorkloadSubject) and workload not in _names(run.subject):
+        raise KprofInputError("--resume", f"{out} holds a run of {run.subject.spec}, not {workload}")
+    stored = _stored_options(run)
+    for name, value in (options or {}).items():
+        if value in (None, [], "", False) or (name in OPTIONS and value == OPTIONS[name].default):
+            continue
+        if name not in stored:
+            raise KprofInputError(f"--{name.replace('_', '-')}", "is not taken with --resume: the run's plan is stored")
+        if value != stored[name]:
+            raise KprofInputError(
+                f"--{name.replace('_', '-')}",
+                f"is {value!r}, the stored run's {stored[name]!r}: --resume continues it as planned",
+            )
     return folder
+
+
+def _names(subject: WorkloadSubject) -> set[str]:
+    return {
+        subject.spec,
+        subject.name,
+        str(Path(subject.spec).resolve()) if subject.spec.endswith(".py") else subject.spec,
+    }
+
+
+def _stored_options(run: Run) -> dict[str, Any]:
+    """The run's own values of the options a resume could be given."""
+    protocol = run.protocol
+    return {
+        "rounds": protocol.rounds,
+        "samples": protocol.samples,
+        "buffer_sets": protocol.buffer_sets,
+        "buffers": protocol.buffers,
+        "processes": protocol.processes,
+        "timer_mode": protocol.timer_mode,
+        "captures": protocol.captures,
+        "seed": run.seed,
+        "threshold_pct": run.threshold_pct,
+        "dtype": run.dtype,
+        "preset": run.preset,
+        "design": run.design,
+        "collector": run.collector,
+        "device": run.placement.device,
+    }
 
 
 def start(
