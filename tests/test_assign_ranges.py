@@ -8,7 +8,7 @@ from pathlib import Path
 from kprof.analysis.trace_tables import trace_tables
 from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.ingest.load import load_trace
-from tests.kineto_events import event, kernel, launch
+from tests.kineto_events import event, kernel, launch, write_trace
 
 
 def _load(tmp_path: Path, events: list[dict], steps: str | None = None):
@@ -32,7 +32,23 @@ def test_cpu_steps_follow_the_launch_not_the_kernel_start(tmp_path: Path) -> Non
     assert trace.meta["step_source"] == "CPU step range holding the launch"
 
 
-def test_gpu_step_ranges_win_when_present(tmp_path: Path) -> None:
+def test_gpu_step_ranges_are_the_steps_when_the_launches_agree(tmp_path: Path) -> None:
+    events = [
+        event("user_annotation", "ProfilerStep#1", 0, 100),
+        event("user_annotation", "ProfilerStep#2", 100, 100),
+        event("gpu_user_annotation", "ProfilerStep#1", 140, 20, pid=0, tid=7),
+        event("gpu_user_annotation", "ProfilerStep#2", 160, 40, pid=0, tid=7),
+        launch(90, 1),
+        kernel("a", 150, 5, 1),
+        launch(105, 2),
+        kernel("b", 165, 5, 2),
+    ]
+    trace, _ = _load(tmp_path, events)
+    assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
+    assert trace.meta["step_source"] == "GPU step ranges" and not trace.warnings
+
+
+def test_the_launch_wins_over_a_gpu_step_copy_that_disagrees(tmp_path: Path) -> None:
     events = [
         event("user_annotation", "ProfilerStep#1", 0, 100),
         event("user_annotation", "ProfilerStep#2", 100, 100),
@@ -44,8 +60,36 @@ def test_gpu_step_ranges_win_when_present(tmp_path: Path) -> None:
         kernel("b", 165, 5, 2),  # launched in CPU step 1, but inside GPU step 2's range
     ]
     trace, _ = _load(tmp_path, events)
-    assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
-    assert trace.meta["step_source"] == "GPU step ranges"
+    assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 1}
+    assert trace.meta["step_source"] == "CPU step range holding the launch (GPU step ranges disagree with the launches)"
+    assert any("1 activities (5.0 µs of device time)" in w for w in trace.warnings), trace.warnings
+
+
+def test_work_on_a_stream_without_gpu_step_copies_is_in_its_launching_step(tmp_path: Path) -> None:
+    """The merged ROCm file's shape: each step's GPU copy on stream 0 only, a collective kernel on
+    stream 4 launched inside the CPU step; it once got no step (step busy -48%), with no warning."""
+    events = [
+        event("user_annotation", "ProfilerStep#1", 0, 100),
+        event("user_annotation", "ProfilerStep#2", 100, 100),
+        event("gpu_user_annotation", "ProfilerStep#1", 10, 90, pid=0, tid=0),
+        event("gpu_user_annotation", "ProfilerStep#2", 110, 90, pid=0, tid=0),
+        launch(20, 1),
+        kernel("gemm", 30, 20, 1, stream=0),
+        launch(25, 2),
+        kernel("rccl", 35, 50, 2, stream=4),
+        launch(120, 3),
+        kernel("gemm", 130, 20, 3, stream=0),
+        launch(125, 4),
+        kernel("rccl", 135, 50, 4, stream=4),
+    ]
+    trace, tables = _load(tmp_path, events)
+    assert trace.events["step"].tolist() == [1, 1, 2, 2]
+    assert tables.steps.set_index("step")["busy_us"].round(3).to_dict() == {1: 55.0, 2: 55.0}
+    assert (
+        trace.meta["step_source"]
+        == "CPU step range holding the launch (GPU step ranges widened to launches on 2 streams)"
+    )
+    assert any("lie on stream 0 only: 2 activities (100.0 µs of device time)" in w for w in trace.warnings)
 
 
 def test_nested_annotations_innermost_and_inclusive(tmp_path: Path) -> None:
@@ -137,7 +181,7 @@ def test_truncated_gpu_step_ranges_fall_back_to_the_launch(tmp_path: Path) -> No
     trace, _ = _load(tmp_path, events)
     assert trace.events["step"].tolist() == [1, 1, 1, 1]
     assert trace.meta["step_source"] == "CPU step range holding the launch (GPU step ranges truncated)"
-    assert any("GPU step ranges cannot be the steps" in w for w in trace.warnings)
+    assert any("the GPU step ranges end before the work their steps launched" in w for w in trace.warnings)
 
 
 def test_work_launched_before_the_window_is_in_no_step(tmp_path: Path) -> None:
@@ -191,3 +235,38 @@ def test_real_trace_with_work_from_before_the_window() -> None:
     trace = load_trace(real("hta_negative_queue_rank0.json.gz"))
     assert trace.meta["launched_before_window"] == 872
     assert set(trace.events["step"].value_counts()) == {1375}
+
+
+def test_a_cross_rank_step_table_that_cannot_be_made_says_why(tmp_path: Path) -> None:
+    """Eight ranks of one (warm-up) step each printed no slowest-rank table and no word why."""
+    from typer.testing import CliRunner
+
+    from kprof.cli import app
+
+    files = []
+    for rank in range(2):
+        events = [event("user_annotation", "ProfilerStep#1", 0, 100), launch(10, 1), kernel("k", 20, 30, 1)]
+        files.append(str(write_trace(tmp_path / f"rank{rank}.json", events, distributedInfo={"rank": rank})))
+    res = CliRunner().invoke(app, ["trace", *files, "--format", "md"])
+    assert res.exit_code == 0, res.output
+    assert "no slowest rank per step: every rank's trace holds only its first step" in res.stdout
+    doc = json.loads(CliRunner().invoke(app, ["trace", *files, "--format", "json"]).stdout)
+    assert doc["rank_steps"] == []
+
+
+def test_the_merged_rocm_ranks_count_every_stream_in_each_step() -> None:
+    """The four-rank ROCm file merged by TraceLens: each step's GPU copy lies on stream 0, its 7 RCCL
+    kernels on stream 4. Per-step busy is the time-union of every kernel its CPU step launched
+    (computed independently from the raw JSON: rank 0 34,149.0 / 32,623.2 / 24,417.1 µs; it read
+    17,807 / 17,594 / 15,630), and the slowest rank of step 11 is rank 2 (it read rank 1)."""
+    from conftest import real
+    from kprof.analysis.cross_rank import cross_rank_tables
+    from kprof.ingest.load import load_traces
+
+    traces = load_traces(real("kineto_rocm_4ranks_merged_tracelens_amd_hpctraining.json.gz"))
+    tables = [trace_tables(t, compile_step_pattern(None)) for t in traces]
+    busy = tables[0].steps.set_index("step")["busy_us"].round(1).to_dict()
+    assert busy == {9: 34_149.0, 10: 32_623.2, 11: 24_417.1}
+    assert all("widened to launches on 2 streams" in t.meta["step_source"] for t in traces)
+    cross = cross_rank_tables(tables, [[] for _ in tables])
+    assert cross.steps.set_index("step").loc[11, "slowest_rank"] == 2

@@ -118,4 +118,21 @@ def _collectives(ranks: list[int], calls: list[pd.DataFrame]) -> tuple[pd.DataFr
 
 def cross_rank_tables(tables: list[TraceTables], calls: list[pd.DataFrame]) -> CrossRank:
     collectives, notes = _collectives([t.rank for t in tables], calls)
-    return CrossRank(_steps(tables), _kernels(tables), collectives, notes)
+    steps = _steps(tables)
+    if not len(steps):
+        notes.insert(0, _no_step_table(tables))
+    return CrossRank(steps, _kernels(tables), collectives, notes)
+
+
+def _no_step_table(tables: list[TraceTables]) -> str:
+    """Why there is no slowest-rank-per-step table, in one line (it was left out without a word)."""
+    stepped = [t for t in tables if len(t.steps)]
+    if not stepped:
+        return "no slowest rank per step: no rank's trace has steps (--steps REGEX picks other ranges)"
+    steady = [t for t in stepped if (~t.steps["warmup"].astype(bool)).any()]
+    if not steady:
+        return (
+            "no slowest rank per step: every rank's trace holds only its first step, which is warm-up "
+            "(profile two or more steps)"
+        )
+    return "no slowest rank per step: no steady step is recorded by two ranks or more"

@@ -1,12 +1,13 @@
 """Attach each kernel event to its step and its innermost annotation.
 
-Steps come from ranges whose name matches the step pattern (default ``ProfilerStep#N``). GPU-side
-ranges (``gpu_user_annotation``) are used when the trace has them: a kernel belongs to the range
-of its own device and stream that its start lies in. Otherwise (or when the GPU step ranges are
-too short to be the steps) a kernel belongs to the CPU step range that holds the API call that
-launched it, because the GPU may run step N's work after the CPU has left ``ProfilerStep#N``; work
-launched before the profiling window belongs to no step. Annotations follow the same rule,
-innermost range first, and CPU ranges only match launches made on their own thread.
+Steps come from ranges whose name matches the step pattern (default ``ProfilerStep#N``). A kernel
+belongs to the CPU step range that holds the API call that launched it (the GPU may run step N's
+work after the CPU has left ``ProfilerStep#N``), on whatever stream it runs; one whose launch is
+not in the trace to the GPU-side step window (``gpu_user_annotation``) of its device it starts in,
+else to the CPU step its start lies in; work launched before the profiling window belongs to no
+step. The GPU-side copies are held to the launches, and any device time they would misplace said.
+Annotations follow the same rule, innermost range first, and CPU ranges only match launches made on
+their own thread.
 """
 
 from __future__ import annotations
@@ -113,50 +114,78 @@ def _launched_before_window(k: pd.DataFrame, has_launch: np.ndarray) -> np.ndarr
     return ~has_launch & (corr < first).to_numpy(bool, na_value=False)
 
 
-# Kineto spans a GPU step range over the device work its CPU step launched, so the two hold the
-# same work. GPU step ranges holding less than this share of it are not the steps: ROCm traces have
-# been seen with GPU ProfilerStep copies of 16 µs for 16 ms steps (12 of 3,653 activities in steps),
-# and with one that ends after 8 of the 16 kernels its step launched.
-_GPU_STEP_MIN_SHARE = 0.9
+DEVICE_LANE = (("device", "device"),)  # a GPU step window holds the work of every stream of its device
 
 
-def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple[np.ndarray, pd.DataFrame, str]:
-    """Each event's row in the chosen step table (-1: none), that table, and where it came from."""
+def _numbers(idx: np.ndarray, table: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
+    """Rows of a step table (-1: none) as step numbers (-1: none)."""
+    if not len(table):
+        return np.full(len(idx), -1, dtype=np.int64)
+    numbers = _step_numbers(table, pattern)
+    return np.where(idx >= 0, numbers[np.maximum(idx, 0)], -1)
+
+
+def _steps(trace: Trace, steps: pd.DataFrame, pattern: re.Pattern[str]) -> tuple[np.ndarray, str]:
+    """Each event's step number (-1: none) and where it came from. An activity belongs to the step
+    whose CPU range launched it (correlation); one without a launch in the trace to the GPU step
+    window it starts in, on any stream of its device (else to the CPU step its start lies in).
+    Kineto's GPU copies of the steps are checked against the launches, by the device time they
+    would leave out or misplace: a copy on one stream once dropped the RCCL kernels of another
+    (-48% of a step's busy time), a ROCm copy of 16 µs held 12 of a 16 ms step's kernels."""
     k = trace.events
     has_launch = k["launch_ns"].notna().to_numpy()
     gpu_steps = steps[steps["domain"] == "gpu"].reset_index(drop=True)
     cpu_steps = steps[steps["domain"] == "cpu"].reset_index(drop=True)
-    by_launch = np.full(len(k), -1, dtype=np.int32)
-    if len(cpu_steps):
-        _warn_processes_merged(trace, cpu_steps, pattern)
-        by_launch = _assign(k, kernel_points, cpu_steps, ANY_LANE)
-        early = _launched_before_window(k, has_launch)
-        by_launch[early] = -1
-        if early.any():
-            trace.meta["launched_before_window"] = int(early.sum())
-            trace.warnings.append(
-                f"{int(early.sum()):,} device activities were launched before the profiling window "
-                "(their correlation ids precede every recorded launch): they belong to no step"
-            )
-    if len(gpu_steps):
-        by_gpu = _assign(k, start_points, gpu_steps, GPU_LANE)
-        n_gpu, n_cpu = int((by_gpu >= 0).sum()), int((by_launch >= 0).sum())
-        if not len(cpu_steps) or n_gpu >= _GPU_STEP_MIN_SHARE * n_cpu:
-            return by_gpu, gpu_steps, "GPU step ranges"
-        gpu_us = (gpu_steps["end_ns"] - gpu_steps["start_ns"]).median() / 1e3
-        cpu_us = (cpu_steps["end_ns"] - cpu_steps["start_ns"]).median() / 1e3
+    by_window = _numbers(_assign(k, start_points, gpu_steps, DEVICE_LANE), gpu_steps, pattern)
+    if not len(cpu_steps):
+        return by_window, "GPU step ranges" if len(gpu_steps) else "none"
+    _warn_processes_merged(trace, cpu_steps, pattern)
+    numbers = _numbers(_assign(k, kernel_points, cpu_steps, ANY_LANE), cpu_steps, pattern)
+    placed = ~has_launch & (by_window >= 0)
+    numbers[placed] = by_window[placed]  # no launch: the device's step window, where there is one
+    early = _launched_before_window(k, has_launch)
+    numbers[early] = -1
+    if early.any():
+        trace.meta["launched_before_window"] = int(early.sum())
         trace.warnings.append(
-            f"GPU step ranges cannot be the steps (they hold {n_gpu:,} device activities where the CPU "
-            f"step ranges launch {n_cpu:,}; median {gpu_us:,.1f} µs against {cpu_us:,.1f} µs on the CPU): "
-            "steps assigned by the launching call instead"
+            f"{int(early.sum()):,} device activities were launched before the profiling window "
+            "(their correlation ids precede every recorded launch): they belong to no step"
         )
-        return by_launch, cpu_steps, "CPU step range holding the launch (GPU step ranges truncated)"
-    if len(cpu_steps):
-        source = "CPU step range holding the launch"
-        if not has_launch.all():
-            source += " (kernel start time where the launch is unknown)"
-        return by_launch, cpu_steps, source
-    return by_launch, steps, "none"
+    if not len(gpu_steps):
+        unknown = "" if has_launch.all() else " (kernel start time where the launch is unknown)"
+        return numbers, "CPU step range holding the launch" + unknown
+    return numbers, _checked_gpu_copies(trace, numbers, has_launch, gpu_steps, pattern)
+
+
+def _checked_gpu_copies(
+    trace: Trace, numbers: np.ndarray, has_launch: np.ndarray, gpu_steps: pd.DataFrame, pattern: re.Pattern[str]
+) -> str:
+    """Where the steps came from, once the GPU step copies (on their own stream) are held to the
+    launches: the copies when they place every launched activity as its launch does; else the
+    launches, with one line saying how much device time the copies would have left out or moved."""
+    k = trace.events
+    on_copy = _numbers(_assign(k, start_points, gpu_steps, GPU_LANE), gpu_steps, pattern)
+    differ = has_launch & (numbers >= 0) & (on_copy != numbers)
+    if not differ.any():
+        return "GPU step ranges"
+    dur = k["dur_ns"].to_numpy("int64")
+    moved_us = float(dur[differ].sum()) / 1e3
+    copied = {int(s) for s in gpu_steps["tid"].dropna().to_numpy("int64")}
+    streams = k["stream"].to_numpy("int64", na_value=-1)
+    elsewhere = differ & ~np.isin(streams, list(copied))
+    if elsewhere[differ].all():
+        every = len(set(streams[has_launch & (numbers >= 0)].tolist()))
+        how = f"GPU step ranges widened to launches on {every} streams"
+        why = f"the GPU step ranges lie on stream {', '.join(map(str, sorted(copied)))} only"
+    elif (on_copy[differ] < 0).all():
+        how, why = "GPU step ranges truncated", "the GPU step ranges end before the work their steps launched"
+    else:
+        how, why = "GPU step ranges disagree with the launches", "the GPU step ranges place work in other steps"
+    trace.warnings.append(
+        f"{why}: {int(differ.sum()):,} activities ({moved_us:,.1f} µs of device time) their CPU steps launched "
+        "would be left out or moved; steps follow the launches"
+    )
+    return f"CPU step range holding the launch ({how})"
 
 
 def _warn_processes_merged(trace: Trace, cpu_steps: pd.DataFrame, pattern: re.Pattern[str]) -> None:
@@ -196,14 +225,13 @@ def assign_ranges(trace: Trace, step_pattern: str | None = None) -> Trace:
         return trace
     is_step = name_matches(r["name"], pattern) if len(r) else np.zeros(0, bool)
     steps, annotations = r[is_step].reset_index(drop=True), r[~is_step].reset_index(drop=True)
-    step_idx, chosen, source = _steps(trace, steps, pattern)
-    if len(chosen):
-        numbers = _step_numbers(chosen, pattern)
-        missing = step_idx < 0
-        numbers = numbers.astype(narrowest(min(0, int(numbers.min())), int(numbers.max())))
-        values = numbers[np.maximum(step_idx, 0)]
-        values[missing] = 0
-        trace.events["step"] = pd.arrays.IntegerArray(values, missing)
+    numbers, source = _steps(trace, steps, pattern)
+    if len(steps):
+        missing = numbers < 0
+        values = np.where(missing, 0, numbers)
+        trace.events["step"] = pd.arrays.IntegerArray(
+            values.astype(narrowest(min(0, int(values.min())), int(values.max()))), missing
+        )
     trace.meta["step_source"] = source
     trace.meta["step_pattern"] = pattern.pattern
     trace.events["annotation"] = _annotations(k, annotations)
