@@ -360,3 +360,22 @@ def test_a_rocprofv3_json_of_mostly_whitespace_is_refused_before_it_is_held(
     with gzip.open(path, "wb") as f:
         f.write(b'{"rocprofiler-sdk-tool": [' + b" " * (4 << 20) + b"]}")
     _one_line(["trace", str(path)], "whitespace in its first")
+
+
+def test_profiles_kprof_does_not_read_are_named(tmp_path: Path) -> None:
+    """rocprof v1's results.db read as 'a SQLite database of no trace format'; a JAX profile was
+    refused with a list of other formats."""
+    import gzip
+    import sqlite3
+
+    db = tmp_path / "results.db"
+    with sqlite3.connect(db) as con:
+        for table in ("KERN", "OPS", "HIP"):
+            con.execute(f'CREATE TABLE "{table}" (BeginNs INTEGER, EndNs INTEGER, Name TEXT)')
+    _one_line(["trace", str(db)], "rocprof v1's SQLite database (results.db)")
+    xplane = tmp_path / "host.xplane.pb"
+    xplane.write_bytes(b"\n\x08/host:CPU\x12\x00")  # the head of a protobuf XSpace: a plane named /host:CPU
+    _one_line(["trace", str(xplane)], "is a JAX/XLA profile (an XSpace protobuf")
+    packed = tmp_path / "host.xplane.pb.gz"
+    packed.write_bytes(gzip.compress(xplane.read_bytes()))
+    _one_line(["trace", str(packed)], "is a JAX/XLA profile")
