@@ -232,6 +232,13 @@ def trace(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Files read in parallel processes (0: one per core).", min=0)
     ] = 1,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse a trace with impossible records (kernels before their launch, …) instead of warning.",
+        ),
+    ] = False,
     quiet: QuietOption = False,
 ) -> None:
     """Per-kernel, per-step and per-annotation device time of one or more traces (and, for several
@@ -247,6 +254,7 @@ def trace(
         save=save,
         on_progress=None if quiet else ReadProgress(),
         jobs=jobs or default_jobs(),
+        strict=strict,
     )
     _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt, output)
     if save is not None and fmt.value == "table" and not quiet:

@@ -132,8 +132,8 @@ def test_impossible_times_are_left_out_or_zero_and_said(tmp_path: Path) -> None:
     assert trace.events["dur_ns"].tolist() == [10_000, 0]
     assert (trace.events["end_ns"] >= trace.events["start_ns"]).all()
     assert trace.warnings[:2] == [
-        "1 activities with a negative start time left out",
-        "1 activities end before they start: counted as 0 µs",
+        "1 activities start at or before time zero (0.0 µs of device time): left out",
+        "1 activities end before they start (0.0 µs of device time): counted as 0 µs",
     ]
     doc = json.loads(runner.invoke(app, ["trace", str(path), "--format", "json"]).stdout)
     (row,) = doc["kernels"]
@@ -273,13 +273,13 @@ def test_traces_that_lie_are_caught(tmp_path: Path) -> None:
     )
     trace = load_trace(path)
     assert trace.events["dur_ns"].tolist() == [10_000]
-    assert "1 activities last longer than a day (an impossible end): left out" in trace.warnings
+    assert any("1 activities last longer than the whole trace (an impossible end)" in w for w in trace.warnings)
     doc = json.loads(runner.invoke(app, ["trace", str(path), "--format", "json"]).stdout)
     assert doc["kernels"][0]["total_us"] == pytest.approx(10.0)
     kineto = write_trace(tmp_path / "k.json", [kernel("k", 10.0, 5.0, corr=1), kernel("k", 20.0, -3.0, corr=2)])
     loaded = load_trace(kineto)
     assert loaded.events["dur_ns"].tolist() == [5_000, 0]
-    assert "1 activities end before they start: counted as 0 µs" in loaded.warnings
+    assert any("1 activities end before they start" in w and "counted as 0 µs" in w for w in loaded.warnings)
     _one_line(["trace", str(TRACE), str(TRACE)], "is given twice")
 
 
@@ -379,3 +379,34 @@ def test_profiles_kprof_does_not_read_are_named(tmp_path: Path) -> None:
     packed = tmp_path / "host.xplane.pb.gz"
     packed.write_bytes(gzip.compress(xplane.read_bytes()))
     _one_line(["trace", str(packed)], "is a JAX/XLA profile")
+
+
+def test_each_integrity_problem_is_said_kept_out_and_refused_under_strict(tmp_path: Path) -> None:
+    """Known producer bugs: a kernel before its own launch, a timestamp that wrapped at the start
+    of a session, a duration longer than the trace. Each is one line with its count and device time,
+    kept out of the figures it would falsify, and --strict refuses the trace."""
+    from tests.kineto_events import event, kernel, launch, write_trace
+
+    day_us, t0 = 86_400 * 1e6, 1e12  # µs: a session 11.6 days into its device clock
+    events = [
+        event("user_annotation", "ProfilerStep#1", t0, 100),
+        event("user_annotation", "ProfilerStep#2", t0 + 100, 100),
+        launch(t0 + 10, 1),
+        kernel("ok", t0 + 20, 5, 1),
+        launch(t0 + 150, 2),
+        kernel("early", t0 + 40, 5, 2),  # starts in step 1's time, before its launch in step 2
+        kernel("wrapped", t0 - 2 * day_us, 5, 3),
+        kernel("endless", t0 + 60, 10 * day_us, 4),
+    ]
+    path = write_trace(tmp_path / "lies.json", events)
+    trace = load_trace(path)
+    assert sorted(trace.events["name"]) == ["early", "ok"]
+    lines = "\n".join(trace.warnings)
+    assert "1 activities start more than a day before the rest (a wrapped clock) (5.0 µs" in lines
+    assert "1 activities last longer than the whole trace (an impossible end)" in lines
+    assert "1 activities start before their launch (5.0 µs of device time): their launch time is not used" in lines
+    assert trace.events.set_index("name")["step"].to_dict() == {"ok": 1, "early": 1}  # by its start
+    assert [p["problem"] for p in trace.meta["integrity"]][-1] == "start before their launch"
+    _one_line(["trace", str(path), "--strict"], "(--strict: a trace with impossible records is refused)")
+    doc = json.loads(runner.invoke(app, ["trace", str(path), "--format", "json"]).stdout)
+    assert [p["activities"] for p in doc["summary"]["ranks"][0]["integrity"]] == [1, 1, 1]

@@ -248,6 +248,7 @@ def trace_tables(
         "step_source": trace.meta.get("step_source"),
         "step_pattern": step_pattern.pattern,
         "launched_before_window": int(trace.meta.get("launched_before_window", 0)),
+        "integrity": list(trace.meta.get("integrity", [])),  # impossible records, counted and kept out
     }
     return TraceTables(
         rank=int(trace.meta.get("rank", 0)),

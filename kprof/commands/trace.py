@@ -169,13 +169,17 @@ def run_trace(
     save: Path | None = None,
     on_progress: Callable[[Path, int, int], None] | None = None,
     jobs: int = 1,
+    strict: bool = False,
 ) -> TraceResult:
+    """The tables of ``files``; ``strict``: a trace with an impossible record (kprof.ingest.integrity)
+    is a one-line error instead of a warning."""
     pattern = compile_step_pattern(step_pattern)
     files, skipped = expand_inputs(files)
+    reading = (files, skipped, pattern, step_pattern, kernel_filter, recover)
     if save is None:
-        return _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, None, on_progress, jobs)
+        return _run_trace(*reading, None, on_progress, jobs, strict)
     with _store().claimed(save) as staging:
-        result = _run_trace(files, skipped, pattern, step_pattern, kernel_filter, recover, staging, on_progress, jobs)
+        result = _run_trace(*reading, staging, on_progress, jobs, strict)
     result.saved = [save / path.relative_to(staging) for path in result.saved]
     return result
 
@@ -190,6 +194,7 @@ def _run_trace(
     save: Path | None,
     on_progress: Callable[[Path, int, int], None] | None,
     jobs: int,
+    strict: bool = False,
 ) -> TraceResult:
     """``run_trace`` once the inputs are expanded; ``save``: the folder the save is written into
     (kprof.store.trace_folder.claimed puts it in place once complete)."""
@@ -203,6 +208,8 @@ def _run_trace(
     ]
     ranks = sorted(_read_all(work, jobs, on_progress), key=lambda r: r.tables.rank)
     _check_ranks(ranks)
+    if strict:
+        _refuse_impossible(ranks)
     cross = cross_rank_tables([r.tables for r in ranks], [r.collectives for r in ranks]) if len(ranks) > 1 else None
     result = TraceResult(ranks, cross, skipped=skipped)
     if counter_files:
@@ -226,6 +233,14 @@ def _run_trace(
         }
         result.saved = _store().save_frames(save, frames, meta)
     return result
+
+
+def _refuse_impossible(ranks: list[RankResult]) -> None:
+    """--strict: the first impossible record of any rank, as the one-line error."""
+    for r in ranks:
+        for problem in r.meta.get("integrity", []):
+            found = f"{problem['activities']:,} activities {problem['problem']}"
+            raise KprofInputError(r.meta["file"], f"{found} (--strict: a trace with impossible records is refused)")
 
 
 def default_jobs() -> int:

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kprof.errors import KprofInputError
+from kprof.ingest import integrity
 from kprof.ingest.assign_ranges import assign_ranges
 from kprof.ingest.memory import PEAK_BYTES_PER_ACTIVITY, MemoryGuard, release_freed_memory, return_freed_columns
 from kprof.ingest.registry import SQLITE_SECONDS, SQLITE_STOPPED, LoadOptions, probe, sqlite_seconds
@@ -66,7 +67,7 @@ def _read(path: Path, options: LoadOptions, step_pattern: str | None) -> list[Tr
     traces = loaded if isinstance(loaded, list) else [loaded]
     release_freed_memory()
     for trace in traces:
-        keep_possible_times(trace)
+        integrity.checked(trace)
         known_devices(trace)
         trace.events["file"] = pd.Categorical.from_codes(np.zeros(len(trace.events), dtype=np.int8), [str(path)])
         assign_ranges(trace, step_pattern)
@@ -88,36 +89,6 @@ def load_trace(
         ranks = ", ".join(str(t.meta["rank"]) for t in traces)
         raise KprofInputError(path, f"holds {len(traces)} ranks ({ranks}) in one file: {purpose}")
     return traces[0]
-
-
-MAX_ACTIVITY_NS = 86_400 * 10**9  # no one activity of a trace lasts a day
-
-
-def keep_possible_times(trace: Trace) -> None:
-    """Activities no clock can have recorded are never counted, in any format, and each kind is
-    warned about: a negative start (device clocks and session timelines count up from zero; one such
-    kernel once made a 3.1-second kernel mean) is left out; so is one that lasts longer than a day
-    (an end of INT64_MAX made a kernel total of −9.2e15 µs); an end before the start is a
-    zero-length activity at its start (an interval that runs backwards subtracted from GPU busy:
-    961% busy)."""
-    events = trace.events
-    if len(events) == 0:
-        return
-    start = events["start_ns"].to_numpy("int64")
-    negative = start < 0
-    if negative.any():
-        trace.warnings.append(f"{int(negative.sum())} activities with a negative start time left out")
-        events = events[~negative].reset_index(drop=True)
-    endless = (events["end_ns"].to_numpy("int64") - events["start_ns"].to_numpy("int64")) > MAX_ACTIVITY_NS
-    if endless.any():  # an end no clock recorded (INT64_MAX in an nsys export): its sum overflowed
-        trace.warnings.append(f"{int(endless.sum())} activities last longer than a day (an impossible end): left out")
-        events = events[~endless].reset_index(drop=True)
-    backwards = events["end_ns"].to_numpy("int64") < events["start_ns"].to_numpy("int64")
-    if backwards.any():
-        trace.warnings.append(f"{int(backwards.sum())} activities end before they start: counted as 0 µs")
-        events.loc[backwards, "end_ns"] = events.loc[backwards, "start_ns"]
-        events.loc[backwards, "dur_ns"] = 0
-    trace.events = events
 
 
 def known_devices(trace: Trace) -> None:

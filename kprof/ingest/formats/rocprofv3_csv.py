@@ -136,7 +136,7 @@ def load_csv(path: Path, rank: int, memory: MemoryGuard | None = None) -> Trace:
             cols[f"block_{axis}"] = wg
             if grid is not None:
                 cols[f"grid_{axis}"] = blocks(grid, wg)
-    warnings: list[str] = []  # kernels that end before they start: kprof.ingest.load.keep_possible_times
+    warnings: list[str] = []  # kernels that end before they start: kprof.ingest.integrity
     hip = _sibling(path, "hip_api_trace.csv")
     if hip is not None and cols["correlation"] is not None:
         api = read_columns(hip, _LAUNCH_COLUMNS, ON_LINE)
