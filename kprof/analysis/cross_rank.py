@@ -120,7 +120,7 @@ def cross_rank_tables(tables: list[TraceTables], calls: list[pd.DataFrame]) -> C
     collectives, notes = _collectives([t.rank for t in tables], calls)
     steps = _steps(tables)
     if not len(steps):
-        notes.insert(0, _no_step_table(tables))
+        notes.append(_no_step_table(tables))
     return CrossRank(steps, _kernels(tables), collectives, notes)
 
 
