@@ -246,6 +246,7 @@ def trace(
     from kprof.commands.trace import default_jobs, run_trace
     from kprof.report.trace_report import trace_document
 
+    _output_kind(output)  # a suffix kprof cannot write is said before the trace is read
     result = run_trace(
         files,
         step_pattern=steps,
@@ -258,7 +259,8 @@ def trace(
     )
     _write(trace_document(result.tables, top or None, result.cross, result.skipped, result.counters), fmt, output)
     if save is not None and fmt.value == "table" and not quiet:
-        output_console(stderr=True).print(f"saved {len(result.saved)} files to {save}", highlight=False)
+        names = ", ".join(p.name for p in result.saved)
+        output_console(stderr=True).print(f"saved {len(result.saved)} entries to {save}: {names}", highlight=False)
 
 
 @command(epilog=examples("sql"))
@@ -270,6 +272,7 @@ def sql(
     folder: Annotated[Path, typer.Argument(help="A `kprof trace --save` folder or a run folder.")],
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, csv or json.")] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
     timeout: Annotated[float, typer.Option(help="Stop the query after this many seconds.", min=0.1)] = 60.0,
 ) -> None:
     """Read-only SQL over saved traces and runs (DuckDB; pip install 'kprof[sql]'): tables by their documented
@@ -286,6 +289,7 @@ def sql(
 def kernels(
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
 ) -> None:
     """List the bundled workloads: features (levers), presets and sweepable parameters."""
     from kprof.commands.kernels import kernels_document
@@ -554,15 +558,20 @@ def compare_command(
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
     hide_same: HideSameOption = False,
     sort: SortOption = SortOrder.run,
 ) -> None:
     """A against B per kernel (µs/call, calls), per step (GPU busy µs) and per leg, with verdicts when both sides
     have repetitions."""
-    from kprof.commands.compare import compare, gate
+    from kprof.commands.compare import compare, gate, parse_rule
     from kprof.report.compare_report import compare_document
     from kprof.report.effects import View
 
+    _output_kind(output)  # what the arguments alone decide is said before any trace is read
+    defaults.check_threshold(threshold)
+    if fail_on:
+        parse_rule(fail_on)
     result = compare(a, b, threshold, steps, control)
     judged = gate(result, fail_on) if fail_on else None
     _write(compare_document(result, top or None, View(hide_same, sort.value)), fmt, output)
@@ -582,6 +591,7 @@ def report(
         TableFormat, typer.Option("--format", help="table, md (for a PR), json or csv.")
     ] = TableFormat.table,
     output: OutputOption = None,
+    quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
     ] = None,
@@ -595,6 +605,9 @@ def report(
     from kprof.report.run_report import run_document
     from kprof.store.layout import BISECT_FILE
 
+    _output_kind(output)
+    if threshold is not None:
+        defaults.check_threshold(threshold)
     if (run_dir / BISECT_FILE).is_file():
         from kprof.report.bisect_report import bisect_document
 
@@ -607,6 +620,7 @@ def report(
 @one_line_errors
 def cache(
     clean: Annotated[bool, typer.Option("--clean", help="Remove every cached revision tree.")] = False,
+    quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
 ) -> None:
     """Where revision trees are cached (KPROF_CACHE, default ~/.cache/kprof), and cleaning them."""
     from kprof.revisions.trees import clean as clean_trees

@@ -507,6 +507,8 @@ class Run:
             raise KprofInputError(
                 where, f"is not a kprof run description (a JSON object was expected, got {type(raw).__name__})"
             )
+        if raw.get("command") == "trace":
+            raise KprofInputError(where, "is a `kprof trace --save` folder's, not a run's: query it with kprof sql")
         try:
             d = migrate(raw, where)
             legs = [Leg.from_record(x) for x in d["legs"]]

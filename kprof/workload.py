@@ -155,15 +155,24 @@ def bundled_names() -> list[str]:
     )
 
 
-def load_workload(spec: str) -> Workload:
-    """A bundled name (``paged_decode``) or a path to a Python file that defines ``WORKLOAD``."""
+def check_spec(spec: str) -> None:
+    """A one-line error, at once and before torch is imported, for a workload that is neither a
+    bundled name nor an existing .py file (a mistyped name once took 16 s to be refused)."""
     if spec in bundled_names():
-        return importlib.import_module(f"kprof_kernels.{spec}.workload").WORKLOAD
+        return
     path = Path(spec)
     if path.suffix != ".py":
         raise KprofInputError(spec, f"not a bundled workload ({', '.join(bundled_names())}) nor a .py file")
     if not path.is_file():
         raise KprofInputError(spec, "no such file")
+
+
+def load_workload(spec: str) -> Workload:
+    """A bundled name (``paged_decode``) or a path to a Python file that defines ``WORKLOAD``."""
+    check_spec(spec)
+    if spec in bundled_names():
+        return importlib.import_module(f"kprof_kernels.{spec}.workload").WORKLOAD
+    path = Path(spec)
     module_name = f"kprof_user_workload_{abs(hash(path.resolve()))}"
     loader = importlib.util.spec_from_file_location(module_name, path)
     if loader is None or loader.loader is None:

@@ -326,3 +326,55 @@ def test_help_shows_values_as_a_user_types_them_not_python_types() -> None:
         seen |= {option for option, metavar in METAVARS.items() if f"{option} {metavar}" in page}
     assert seen == set(METAVARS)  # every metavar is shown by some command (none names a gone option)
     assert runner.invoke(app, ["trace", "-h"]).stdout.startswith("Usage: kprof trace [OPTIONS] FILE...")
+
+
+def test_every_command_takes_quiet_and_short_help() -> None:
+    """`kprof report … -q` was `No such option: -q` (also compare, sql, kernels), though the README
+    promises -q everywhere."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    names = sorted(group.commands)  # type: ignore[attr-defined]
+    assert {"trace", "run", "report", "compare", "sql", "kernels", "attribute", "calibrate", "cache"} <= set(names)
+    for name in names:
+        res = runner.invoke(app, [name, "-h"])
+        assert res.exit_code == 0 and "--quiet" in res.output and "-q" in res.output, name
+
+
+def test_what_the_arguments_alone_decide_is_said_before_anything_heavy(tmp_path: Path) -> None:
+    """An unknown workload took 16 s to refuse, a -o suffix kprof cannot write was refused after
+    reading the whole trace, --threshold -5 started a run. Each is one line, in a time measured
+    against `kprof --help` in the same process tree (a busy machine slows both)."""
+    import subprocess
+    import sys
+    import time
+
+    def timed(*args: str) -> tuple[float, subprocess.CompletedProcess]:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "kprof", *args], capture_output=True, text=True)
+        return time.perf_counter() - start, done
+
+    baseline, _ = timed("--help")
+    big = str(ROOT / "traces" / "llama_eager_decode.pt.trace.json.gz")
+    for args, says in (
+        (["run", "nosuch_workload"], "not a bundled workload"),
+        (["run", "paged_decode", "--threshold", "-5"], "--threshold: is -5"),
+        (["trace", big, "-o", str(tmp_path / "out.txt")], "name a file ending in"),
+        (["compare", big, big, "--fail-on", "nonsense"], "--fail-on: expected e.g."),
+    ):
+        took, done = timed(*args)
+        assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
+        assert took < max(1.0, 12 * baseline), (args, took, baseline)  # torch and a run take far longer
+
+
+def test_a_trace_save_and_an_archived_run_are_named_as_such(tmp_path: Path) -> None:
+    saved = tmp_path / "saved"
+    res = runner.invoke(app, ["trace", str(EAGER), str(GRAPH), "--save", str(saved)])
+    assert res.exit_code == 0 and "saved 9 entries" in res.stderr, res.stderr  # as many as it wrote
+    assert len([p for p in saved.iterdir() if not p.name.startswith(".")]) == 9
+    said = runner.invoke(app, ["report", str(saved)])
+    assert said.exit_code == 2 and "is a `kprof trace --save` folder's, not a run's" in said.stderr
+    archive = tmp_path / "run.tar.gz"
+    archive.write_bytes(b"\x1f\x8b")
+    said = runner.invoke(app, ["report", str(archive)])
+    assert said.exit_code == 2 and "is an archive: unpack it first (tar xf" in said.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kprof import defaults
-from kprof.analysis.compare import Comparison, RuleResult, Side, compare_sides, judge, parse_gate
+from kprof.analysis.compare import Comparison, FailRule, RuleResult, Side, compare_sides, judge, parse_gate
 from kprof.analysis.run_analysis import reported_samples
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
@@ -109,13 +109,17 @@ def _check_control(control: str, a: Side, b: Side) -> None:
             )
 
 
-def gate(comparison: Comparison, rule: str) -> RuleResult:
-    """``comparison`` judged by ``slower>2%``, ``credibly-slower>2%``, ``point-slower>2%`` (or the
-    ``faster`` forms): the rows that break it and those it cannot judge."""
+def parse_rule(rule: str) -> FailRule:
+    """``--fail-on``'s rule, or a one-line error naming the forms it takes."""
     try:
-        parsed = parse_gate(rule)
+        return parse_gate(rule)
     except ValueError:
         raise KprofInputError(
             "--fail-on", f"expected e.g. 'slower>2%', 'credibly-slower>2%' or 'point-slower>2%', got {rule!r}"
         ) from None
-    return judge(comparison, parsed)
+
+
+def gate(comparison: Comparison, rule: str) -> RuleResult:
+    """``comparison`` judged by ``slower>2%``, ``credibly-slower>2%``, ``point-slower>2%`` (or the
+    ``faster`` forms): the rows that break it and those it cannot judge."""
+    return judge(comparison, parse_rule(rule))

@@ -180,7 +180,8 @@ def run_trace(
         return _run_trace(*reading, None, on_progress, jobs, strict)
     with _store().claimed(save) as staging:
         result = _run_trace(*reading, staging, on_progress, jobs, strict)
-    result.saved = [save / path.relative_to(staging) for path in result.saved]
+        written = sorted(p.name for p in staging.iterdir())  # the datasets, the tables and meta.json
+    result.saved = [save / name for name in written]
     return result
 
 

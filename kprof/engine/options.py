@@ -66,6 +66,7 @@ class RunRequest:
 
 def check_options(req: RunRequest) -> None:
     """Every rule that the options alone decide; a one-line error naming the option."""
+    defaults.check_threshold(req.threshold_pct)
     min_rounds = 5 if req.buffers == "per-leg" else 6
     if req.rounds < min_rounds:
         raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed ({defaults.ROUNDS} is the default)")
@@ -120,6 +121,10 @@ def run_or_program_request(workload: str | None, extra: list[str], fields: dict[
     for name in ("steps", "metric"):
         if fields[name]:
             raise KprofInputError(f"--{name}", "is for whole programs (kprof run … -- CMD)")
+    if not (fields["revisions"] or fields["revs"]):  # a revision's benchmark may live in its tree alone
+        from kprof.workload import check_spec
+
+        check_spec(workload)
     return RunRequest(workload=workload, argv=argv, **{k: v for k, v in fields.items() if k not in PROGRAM_ONLY})
 
 

@@ -113,6 +113,7 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         raise KprofInputError("--metric", "selects kernels by their device time: not for a CPU program")
     if req.rounds < 6:
         raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval")
+    defaults.check_threshold(req.threshold_pct)
     subject = ProgramSubject(
         command=list(req.program),
         name=_program_name(req.program),

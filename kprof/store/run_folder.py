@@ -59,6 +59,9 @@ def _rounds_of(stems: set[str], case_index: int) -> list[int]:
     return sorted(int(s[len(prefix) :]) for s in stems if s.startswith(prefix))
 
 
+ARCHIVES = (".tar.gz", ".tgz", ".tar", ".tar.zst", ".zip")  # a run folder packed for sending
+
+
 class RunFolder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -80,6 +83,9 @@ class RunFolder:
     def read_run(self) -> Run:
         if not self.root.exists() and not self.root.is_symlink():
             raise KprofInputError(self.root, "no such run folder")
+        if self.root.is_file() and self.root.name.endswith(ARCHIVES):
+            unpack = "unzip it" if self.root.suffix == ".zip" else f"tar xf {self.root}"
+            raise KprofInputError(self.root, f"is an archive: unpack it first ({unpack}), then give the folder")
         if not self.meta_path.exists() and not self.meta_path.is_symlink():
             raise KprofInputError(self.root, "is not a kprof run folder (no meta.json)")
         checked_file(self.meta_path, "meta.json", limit=META_LIMIT)
