@@ -28,6 +28,7 @@ from kprof.engine.profile import profile_case
 from kprof.events import CASE_FAILED_STEP
 from kprof.store.layout import progress_file
 from kprof.store.run_folder import RunFolder
+from kprof.timer.host import PYTHON_LABEL
 
 
 class CaseNotTimed(Exception):
@@ -59,8 +60,10 @@ class LocalRunner:
         ctx = self.ctx
         ctx.at("setup")
         ctx.setup()
-        self.record_timer()
         self.gate = run_gate(ctx)
+        if ctx.device == "cpu" and not any(self.gate.launches.values()) and ctx.timer is not None:
+            ctx.timer.label = PYTHON_LABEL  # nothing ran under Triton's interpreter: say what was timed
+        self.record_timer()
         base = ctx.legs[ctx.baseline_index].name
         if base in self.gate.failed:  # nothing can be compared: say why in the case's one-line reason
             raise CaseNotTimed(f"the baseline leg {base!r} failed its check: {self.gate.failed[base]}")

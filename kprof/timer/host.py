@@ -13,6 +13,7 @@ from typing import Any
 from kprof.timer.protocol import Item
 
 HOST_LABEL = "host-clock (CPU, Triton interpreter: not device time)"
+PYTHON_LABEL = "host-clock (CPU, plain Python and PyTorch, no Triton kernel: not device time)"
 
 
 class HostTimer:
