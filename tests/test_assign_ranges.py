@@ -32,33 +32,28 @@ def test_cpu_steps_follow_the_launch_not_the_kernel_start(tmp_path: Path) -> Non
     assert trace.meta["step_source"] == "CPU step range holding the launch"
 
 
-def test_gpu_step_ranges_are_the_steps_when_the_launches_agree(tmp_path: Path) -> None:
-    events = [
+def _two_gpu_steps(b_launched_at: float) -> list[dict]:
+    """Two steps with GPU copies on stream 7; kernel b runs inside GPU step 2's range."""
+    return [
         event("user_annotation", "ProfilerStep#1", 0, 100),
         event("user_annotation", "ProfilerStep#2", 100, 100),
         event("gpu_user_annotation", "ProfilerStep#1", 140, 20, pid=0, tid=7),
         event("gpu_user_annotation", "ProfilerStep#2", 160, 40, pid=0, tid=7),
         launch(90, 1),
         kernel("a", 150, 5, 1),
-        launch(105, 2),
+        launch(b_launched_at, 2),
         kernel("b", 165, 5, 2),
     ]
-    trace, _ = _load(tmp_path, events)
+
+
+def test_gpu_step_ranges_are_the_steps_when_the_launches_agree(tmp_path: Path) -> None:
+    trace, _ = _load(tmp_path, _two_gpu_steps(105))
     assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 2}
     assert trace.meta["step_source"] == "GPU step ranges" and not trace.warnings
 
 
 def test_the_launch_wins_over_a_gpu_step_copy_that_disagrees(tmp_path: Path) -> None:
-    events = [
-        event("user_annotation", "ProfilerStep#1", 0, 100),
-        event("user_annotation", "ProfilerStep#2", 100, 100),
-        event("gpu_user_annotation", "ProfilerStep#1", 140, 20, pid=0, tid=7),
-        event("gpu_user_annotation", "ProfilerStep#2", 160, 40, pid=0, tid=7),
-        launch(90, 1),
-        kernel("a", 150, 5, 1),
-        launch(95, 2),
-        kernel("b", 165, 5, 2),  # launched in CPU step 1, but inside GPU step 2's range
-    ]
+    events = _two_gpu_steps(95)  # b launched in CPU step 1, but inside GPU step 2's range
     trace, _ = _load(tmp_path, events)
     assert trace.events.set_index("name")["step"].to_dict() == {"a": 1, "b": 1}
     assert trace.meta["step_source"] == "CPU step range holding the launch (GPU step ranges disagree with the launches)"

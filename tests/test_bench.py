@@ -5,7 +5,6 @@ outside it, as a user's benchmark is), and with --gpus 2 on the CPU; any Python 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,22 +41,16 @@ def test_the_docs_benchmark_runs_as_a_workload_and_under_gpus(tmp_path: Path) ->
     assert len({row["case"] for row in sharded["legs"]}) == 2  # both cases, on two CPU workers
 
 
-def _git(repo: Path, *args: str) -> str:
-    cmd = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.mark.slow  # a revision run: three leg hosts under the CPU (about 10 s)
 def test_the_same_file_times_a_repositorys_revisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from own_benchmark_repo import git, init_repo
+
     monkeypatch.setenv("KPROF_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "lib"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "mylib.py").write_text("import time\n\ndef work(x):\n    time.sleep(0.002)\n    return x * 2\n")
-    _git(repo, "add", "mylib.py")
-    _git(repo, "commit", "-q", "-m", "base")
-    (repo / "mylib.py").write_text("import time\n\ndef work(x):\n    time.sleep(0.004)\n    return x * 2\n")
-    _git(repo, "commit", "-q", "-am", "twice the work")
+    work = "import time\n\ndef work(x):\n    time.sleep({})\n    return x * 2\n"
+    init_repo(repo, {"mylib.py": work.format(0.002)}, "base")
+    (repo / "mylib.py").write_text(work.format(0.004))
+    git(repo, "commit", "-q", "-am", "twice the work")
     bench = tmp_path / "bench" / "bench.py"
     bench.parent.mkdir()
     bench.write_text(
