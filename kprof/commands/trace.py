@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +26,7 @@ from kprof.analysis.cross_rank import CrossRank, collective_calls, cross_rank_ta
 from kprof.analysis.trace_tables import TraceTables, trace_tables
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import compile_step_pattern
-from kprof.ingest.formats import kineto_stream, rocprofv3_counters
+from kprof.ingest.formats import rocprofv3_counters
 from kprof.ingest.load import load_traces
 from kprof.ingest.source import head
 
@@ -64,6 +64,7 @@ class _FileJob:
     kernel_filter: str | None
     recover: bool | None
     save: Path | None
+    scan_threads: int | None = None  # files read side by side share the cores
 
 
 def _looks_like_trace(path: Path) -> bool:
@@ -115,7 +116,7 @@ def _store() -> ModuleType:
 def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | None = None) -> list[RankResult]:
     """Load one file, give each rank it holds its rank, reduce each to its tables (and save its events)."""
     progress = None if on_progress is None else (lambda done, total: on_progress(job.path, done, total))
-    traces = load_traces(job.path, recover=job.recover, step_pattern=job.step_pattern, on_progress=progress)
+    traces = load_traces(job.path, None, job.recover, job.step_pattern, progress, job.scan_threads)
     pattern = compile_step_pattern(job.step_pattern)
     name_filter = re.compile(job.kernel_filter) if job.kernel_filter else None
     results = []
@@ -150,15 +151,9 @@ def _read_all(
     workers = min(jobs, len(jobs_))
     # spawn: a fresh interpreter per worker (no fork of a process that may hold threads); the cores
     # are shared out, so each worker scans its file with fewer threads
-    scan_threads = max(1, (os.cpu_count() or 1) // workers)
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=get_context("spawn"), initializer=_set_scan_threads, initargs=(scan_threads,)
-    ) as pool:
-        return [r for results in pool.map(_read_one, jobs_) for r in results]
-
-
-def _set_scan_threads(threads: int) -> None:
-    kineto_stream.SCAN_WORKERS = min(kineto_stream.SCAN_WORKERS, threads)
+    shared = [replace(job, scan_threads=max(1, (os.cpu_count() or 1) // workers)) for job in jobs_]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        return [r for results in pool.map(_read_one, shared) for r in results]
 
 
 def run_trace(

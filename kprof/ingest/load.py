@@ -31,16 +31,19 @@ def load_traces(
     recover: bool | None = None,
     step_pattern: str | None = None,
     on_progress: Progress | None = None,
+    scan_threads: int | None = None,
 ) -> list[Trace]:
     """Read any supported trace, one ``Trace`` per rank it holds (most files hold one), and assign
     each rank's kernels to its own steps and annotations.
 
     ``rank`` overrides the rank of a one-rank file; when None, the file's own rank is used where it
-    has one, else 0.
+    has one, else 0. ``scan_threads`` caps the threads a stream is scanned with (files read side by
+    side share the cores).
     """
     return_freed_columns()
     try:
-        options = LoadOptions(rank=rank, recover=recover, on_progress=on_progress, memory=MemoryGuard.for_file(path))
+        memory = MemoryGuard.for_file(path)
+        options = LoadOptions(rank, recover, on_progress, memory, scan_threads)
         return _read(path, options, step_pattern)
     except MemoryError:  # an allocation refused (an address-space or cgroup limit): say so, no traceback
         raise KprofInputError(path, OUT_OF_MEMORY) from None

@@ -102,6 +102,7 @@ class LoadOptions:
     recover: bool | None = None  # keep every complete event of a truncated file
     on_progress: Progress | None = None  # (bytes read, file size), for formats read as a stream
     memory: MemoryGuard | None = None  # told how many activities the file holds, refuses what cannot fit
+    scan_threads: int | None = None  # threads scanning a stream ahead (None: the reader's own choice)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def load(
     recover: bool | None = None,
     on_progress: Progress | None = None,
     memory: MemoryGuard | None = None,
+    scan_threads: int | None = None,
 ) -> Trace | list[Trace]:
     """Read one Kineto trace. ``recover`` (default: on for Kineto's unfinished ``.tmp`` files) keeps
     every complete event of a truncated file and records a warning instead of failing. A file
@@ -54,9 +55,9 @@ def load(
     gc.disable()  # millions of short-lived objects: the cyclic GC would only rescan them
     try:
         try:
-            return _build(path, collect(path, recover, FAST, progress, memory), rank)
+            return _build(path, collect(path, recover, FAST, progress, memory, scan_threads), rank)
         except InexactTimes:
-            return _build(path, collect(path, recover, EXACT, progress, memory), rank)
+            return _build(path, collect(path, recover, EXACT, progress, memory, scan_threads), rank)
     except TimeOutOfRange:
         raise KprofInputError(path, "a ts or dur value is out of range (beyond int64 nanoseconds)") from None
     finally:
@@ -297,5 +298,5 @@ FORMAT = TraceFormat(
     "kineto",
     "Kineto JSON(.gz) from the PyTorch profiler",
     _is_kineto,
-    lambda p, o: load(p.path, rank=o.rank, recover=o.recover, on_progress=o.on_progress, memory=o.memory),
+    lambda p, o: load(p.path, o.rank, o.recover, o.on_progress, o.memory, o.scan_threads),
 )

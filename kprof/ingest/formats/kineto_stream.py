@@ -372,13 +372,19 @@ def _field_type_error(path: Path, err: msgspec.ValidationError) -> KprofInputErr
 
 
 def collect(
-    path: Path, recover: bool, dec: Decoders, on_progress: Progress | None, memory: MemoryGuard | None = None
+    path: Path,
+    recover: bool,
+    dec: Decoders,
+    on_progress: Progress | None,
+    memory: MemoryGuard | None = None,
+    scan_threads: int | None = None,
 ) -> EventBuffer:
-    """The file's kept events as columns: pieces scanned ahead in worker threads when the compiled
-    scanner reads them all, else a piece at a time (scanner or msgspec for each)."""
-    if ks.enabled() and SCAN_WORKERS > 1:
+    """The file's kept events as columns: pieces scanned ahead in worker threads (SCAN_WORKERS, at
+    most ``scan_threads``) when the compiled scanner reads them all, else a piece at a time."""
+    threads = min(SCAN_WORKERS, scan_threads or SCAN_WORKERS)
+    if ks.enabled() and threads > 1:
         try:
-            with ks.ScanAhead(SCAN_WORKERS) as ahead:
+            with ks.ScanAhead(threads) as ahead:
                 collector = EventBuffer(path, dec.exact, ahead=ahead)
                 _stream(path, collector, recover, dec, on_progress, memory)
             collector.ahead = None
