@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.analysis.run_analysis import analyse_run
+from kprof.commands.analyse import analyse_run
 
 
 def comparisons(root: Path) -> pd.DataFrame:

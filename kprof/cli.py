@@ -513,7 +513,7 @@ def attribute_command(
         root = folder.root
     else:
         ran = None  # attributing a stored folder reads it; its report names what it lacks
-    from kprof.analysis.run_analysis import attribute
+    from kprof.commands.analyse import attribute
     from kprof.report.attribution_report import attribution_document, render_html
 
     result = attribute(root, threshold)
@@ -599,8 +599,8 @@ def report(
     sort: SortOption = SortOrder.run,
 ) -> None:
     """Render a stored run (or bisect) again."""
-    from kprof.analysis.run_analysis import analyse_run
     from kprof.bisect_model import Bisect
+    from kprof.commands.analyse import analyse_run
     from kprof.report.effects import View
     from kprof.report.run_report import run_document
     from kprof.store.layout import BISECT_FILE

@@ -110,7 +110,7 @@ def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
 
 
 def test_sweep_table_on_the_stored_split_sweep() -> None:
-    from kprof.analysis.run_analysis import attribute
+    from kprof.commands.analyse import attribute
 
     result = attribute(ROOT / "docs" / "runs" / "h200-2026-11-30" / "paged_sweep")
     sweep = result.sweep
@@ -226,7 +226,7 @@ def test_one_lever_prints_one_interval_for_one_quantity(tmp_path: Path) -> None:
     """With one lever, leave-one-out and Shapley are the leg against the baseline, round for round:
     each prints the leg's row (estimate, interval, verdict), not an interval of its own; the
     unexplained part is 0 by construction and widens nothing."""
-    from kprof.analysis.run_analysis import attribute
+    from kprof.commands.analyse import attribute
 
     legs = design_legs(("f",), "all")
     effect = {"baseline": 0.0, "f": -0.03}  # f: 3% faster

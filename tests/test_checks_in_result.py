@@ -67,7 +67,7 @@ def test_stored_rows_that_do_not_add_up_are_reported(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
     from fake_runs import write_run
 
-    from kprof.analysis.run_analysis import analyse_run
+    from kprof.commands.analyse import analyse_run
     from kprof.designs.legs import design_legs
 
     folder = write_run(tmp_path / "run", design_legs(("a",), "endpoints"), lambda leg, case: 0.0, rounds=8)

@@ -13,7 +13,7 @@ import pytest
 from fake_runs import write_run
 
 from conftest import ROOT
-from kprof.analysis.run_analysis import analyse_run
+from kprof.commands.analyse import analyse_run
 from kprof.run_model import Leg, Role
 from kprof.store.run_folder import COMPACT, PART_COLUMN, RunFolder
 from kprof.store.run_tables import TABLES

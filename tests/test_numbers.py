@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from conftest import EAGER, ROOT
-from kprof.analysis.run_analysis import analyse_run
+from kprof.commands.analyse import analyse_run
 from kprof.commands.trace import run_trace
 from kprof.report.numbers import column_decimals, number_column
 from kprof.report.run_report import run_document

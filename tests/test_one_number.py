@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kprof.analysis.run_analysis import attribute
 from kprof.cli import app
+from kprof.commands.analyse import attribute
 from kprof.report.effects import effect_text
 from kprof.run_model import Role
 from kprof.store.run_folder import RunFolder

@@ -17,8 +17,8 @@ from fake_runs import write_run
 from typer.testing import CliRunner
 from untidy_history import Untidy, build
 
-from kprof.analysis.run_analysis import attribute
 from kprof.cli import app
+from kprof.commands.analyse import attribute
 from kprof.revisions.benchmark import package_roots, shadowed, tree_packages
 from kprof.revisions.design import range_legs
 from kprof.revisions.git import Repo

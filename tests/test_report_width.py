@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from conftest import EAGER, GRAPH, ROOT
-from kprof.analysis.run_analysis import analyse_run, attribute
+from kprof.commands.analyse import analyse_run, attribute
 from kprof.commands.compare import compare
 from kprof.commands.trace import run_trace
 from kprof.report.attribution_report import attribution_document

@@ -12,7 +12,7 @@ import pytest
 from fake_runs import as_version_3, write_run
 
 from conftest import ROOT
-from kprof.analysis.run_analysis import analyse_run
+from kprof.commands.analyse import analyse_run
 from kprof.commands.compare import load_side
 from kprof.errors import KprofInputError
 from kprof.report.run_report import run_document

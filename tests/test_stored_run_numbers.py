@@ -26,7 +26,7 @@ def stored_runs() -> list[Path]:
 
 
 def effects_now() -> pd.DataFrame:
-    from kprof.analysis.run_analysis import analyse_run
+    from kprof.commands.analyse import analyse_run
 
     frames = []
     for root in stored_runs():

@@ -269,7 +269,7 @@ def test_a_baseline_that_disagrees_with_its_aa_copy_leaves_no_verdict_standing(t
     the case is named for the run's exit code."""
     from fake_runs import write_run
 
-    from kprof.analysis.run_analysis import analyse_run, attribute
+    from kprof.commands.analyse import analyse_run, attribute
     from kprof.report.run_report import run_document, to_json
     from kprof.report.table import render
 

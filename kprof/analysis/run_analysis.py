@@ -1,10 +1,10 @@
-"""A stored run folder, analysed: per-leg effects, the A/A gate, calibration, the PR method's sign
-rule on the same samples, per-kernel effects (torch collector) and per-lever attribution."""
+"""A run analysed from its tables: per-leg effects, the A/A gate, calibration, the PR method's sign
+rule on the same samples, per-kernel effects (torch collector) and per-lever attribution. Reading
+the tables from a run folder is kprof.commands.analyse's job."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
@@ -21,10 +21,8 @@ from kprof.analysis.run_effects import (
 )
 from kprof.designs import LegValues, Quantity, lever_values
 from kprof.designs import sequence as seq
-from kprof.errors import KprofInputError
 from kprof.ingest.names import name_labels
 from kprof.run_model import Role, Run
-from kprof.store.run_folder import RunFolder
 
 
 @dataclass
@@ -56,28 +54,28 @@ def no_rounds_message(run: Run) -> str:
     return "holds no finished round yet"
 
 
-def reported_samples(folder: RunFolder, run: Run, skip_damaged: bool = False) -> pd.DataFrame:
-    """The samples a report reads (failed legs left out), or a one-line error when no round past
-    the burn-in (which is never reported) is stored: a run stopped that early has nothing to say."""
-    samples = without_failed_legs(folder.read("samples", skip_damaged=skip_damaged), run)
-    if samples.empty or samples["burn_in"].astype(bool).all():
-        damaged = (
-            f" ({len(folder.skipped)} damaged parts left out; first: {folder.skipped[0]})" if folder.skipped else ""
-        )
-        raise KprofInputError(folder.root, no_rounds_message(run) + damaged)
-    return samples
+@dataclass(frozen=True)
+class RunTables:
+    """What a report reads of a run folder: its samples (failed legs left out), the per-kernel
+    times of the torch collector, the checks and compile rows, and what the reading had to say."""
+
+    samples: pd.DataFrame
+    kernels: pd.DataFrame
+    checks: pd.DataFrame
+    compile: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
 
 
-def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
-    folder = RunFolder(root)
-    run = folder.read_run()
-    samples = reported_samples(folder, run, skip_damaged=True)
+def analyse(run: Run, tables: RunTables, threshold_pct: float | None = None) -> RunReport:
+    """The run's report from its tables: effects per leg and the A/A gate, per-kernel effects, the
+    sequence of a range's commits, calibration, the sign rule, races."""
+    samples = tables.samples
     if run.is_program:
         cases = samples["case"].astype(str)
         samples = samples.assign(case=cases.map(kernel_case_labels(cases.unique())))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct
     effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call)
-    kernels = folder.read("kernels", skip_damaged=True)
+    kernels = tables.kernels
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
         kernel = kernels["kernel"].astype(str)
@@ -93,20 +91,18 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     if any(leg.has(Role.SEQUENCE) for leg in run.legs):  # the answer a sequence run is for, in its report
         levers = attribute_run(samples, run.legs, run.lever_names, summaries, effects)
         sequence = levers[levers["design"].isin(seq.QUANTITIES)].reset_index(drop=True) if len(levers) else levers
-    checks = folder.read("checks", skip_damaged=True)
-    races = race_lines(checks)
-    effects = with_race_rounds(effects, checks)
+    races = race_lines(tables.checks)
     return RunReport(
         run,
         samples,
-        effects,
+        with_race_rounds(effects, tables.checks),
         summaries,
-        checks,
-        folder.read("compile", skip_damaged=True),
+        tables.checks,
+        tables.compile,
         calibration_table(samples, effects, run.legs),
         sign_rule(samples, run.legs),
         kernel_effects,
-        [*races, *damage_warnings(folder), *missing_round_lines(folder, run)],
+        [*races, *tables.warnings],
         gpu_spread(samples, run, threshold),
         sequence,
         races,
@@ -146,46 +142,6 @@ def with_race_rounds(effects: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFram
     return effects.assign(race_rounds=counts.reindex(keys, fill_value=0).to_numpy())
 
 
-def missing_round_lines(folder: RunFolder, run: Run) -> list[str]:
-    """Finished cases whose stored samples do not add up — rounds absent, or rounds with fewer rows
-    than their legs × samples (rows lost from a compacted table): the report reads what is there,
-    and says so."""
-    stored = folder.read("samples", skip_damaged=True)
-    lines = []
-    for index, case in enumerate(run.case_names):
-        status = run.status(case)
-        if status.status != "done":
-            continue
-        every = set(range(run.protocol.total_rounds))
-        on_disk = {p.stem for p in folder.table_files("samples")[1]}  # a damaged part is said as such
-        said = {r for r in every if folder.part_path("samples", index, r).stem in on_disk}
-        lost = sorted(every - set(folder.finished_rounds(index)) - said)
-        short: list[int] = []
-        if not run.is_program and status.samples and status.legs_timed and len(stored):
-            rows = stored[stored["case"].astype(str) == case].groupby("round").size()
-            short = sorted(int(r) for r, n in rows.items() if n < status.samples * len(status.legs_timed))
-        if lost or short:
-            said = [f"{len(lost)} of {len(every)} rounds absent"] if lost else []
-            said += [f"{len(short)} round(s) short of rows (rounds {_listed(short)})"] if short else []
-            lines.append(
-                f"{case}: the stored samples do not add up ({'; '.join(said)}): rows lost from the folder? "
-                "the report reads the rows that are there"
-            )
-    return lines
-
-
-def _listed(rounds: list[int]) -> str:
-    return ", ".join(map(str, rounds[:8])) + (" …" if len(rounds) > 8 else "")
-
-
-def damage_warnings(folder: RunFolder) -> list[str]:
-    """What the report left out: every damaged or stray file of the folder's tables, the ones it
-    does not read itself (rounds, launches) included."""
-    for table in ("rounds", "launches"):
-        folder.note_damage(table)
-    return [f"skipped a damaged part: {s}" for s in dict.fromkeys(folder.skipped)]
-
-
 def without_failed_legs(samples: pd.DataFrame, run: Run) -> pd.DataFrame:
     """A leg that failed its correctness check, or took its worker down, in any of a case's
     processes is not reported from the rounds another process timed before (its outputs differ on
@@ -205,10 +161,10 @@ class Attribution:
     per_round: dict[str, dict[Quantity, pd.Series]]  # case → each attribution quantity per round
 
 
-def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
-    report = analyse_run(root, threshold_pct)
-    run = report.run
-    samples = report.samples
+def attribution(report: RunReport) -> Attribution:
+    """Per-lever attribution of an analysed run: every design's quantities, each with its interval,
+    the sweep table, and each quantity per round (for plots)."""
+    run, samples = report.run, report.samples
     table = attribute_run(samples, run.legs, run.lever_names, report.summaries, report.effects)
     rounds = round_statistics(samples)
     per_round = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from kprof import defaults
 from kprof.analysis.compare import Comparison, FailRule, RuleResult, Side, compare_sides, judge, parse_gate
-from kprof.analysis.run_analysis import reported_samples
 from kprof.analysis.run_effects import round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
+from kprof.commands.analyse import reported_samples
 from kprof.errors import KprofInputError
 from kprof.ingest.assign_ranges import compile_step_pattern
 from kprof.ingest.load import load_trace

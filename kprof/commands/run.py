@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kprof.analysis.run_analysis import RunReport, analyse_run
+from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.stats import walsh_index
 from kprof.bisect_model import Bisect
+from kprof.commands.analyse import analyse_run
 from kprof.engine.parent import execute
 from kprof.engine.program import ProgramFailed, ProgramRequest, headline_case, plan_program_run
 from kprof.engine.request import RunRequest, create_run, default_folder, plan_run
