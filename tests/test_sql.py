@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,23 @@ def test_sql_errors_are_one_line(tmp_path: Path) -> None:
     assert "samples" in res.stderr  # the tables it could have used
     empty = runner.invoke(app, ["sql", "SELECT 1", str(tmp_path)])
     assert empty.exit_code == 2 and "holds no kprof tables" in empty.stderr
+
+
+def test_an_unreadable_table_file_is_named_in_one_line(tmp_path: Path) -> None:
+    from conftest import GRAPH
+
+    saved = tmp_path / "saved"
+    assert runner.invoke(app, ["trace", str(GRAPH), "--save", str(saved)]).exit_code == 0
+    (saved / "annotations.parquet").write_bytes(b"")  # a save cut short, a disk that filled
+    res = runner.invoke(app, ["sql", "SELECT count(*) FROM kernel_events", str(saved)])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert "annotations.parquet: is not a readable parquet file (Parquet file size is 0 bytes)" in res.stderr
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    part = sorted(run.rglob("*.parquet"))[0]
+    part.write_bytes(b"PAR1 not a footer")
+    res = runner.invoke(app, ["sql", "SELECT 1", str(run)])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and f"{part.name}: is not a readable parquet" in res.stderr
 
 
 def test_the_documented_queries_run(tmp_path: Path) -> None:

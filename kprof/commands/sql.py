@@ -74,11 +74,32 @@ def _dataset(files: list[Path], base: Path | None = None) -> Any:
 
     paths = [str(f) for f in files]
     where = {"partitioning": ds.partitioning(flavor="hive"), "partition_base_dir": str(base)} if base else {}
-    found = ds.dataset(paths, format="parquet", **where)  # the first file's columns and the partitions'
-    if base is not None:  # a saved trace's partitions share one schema: no footer read per rank
-        return found
-    schema = pa.unify_schemas([found.schema, *(pq.read_schema(p) for p in paths)], promote_options="permissive")
-    return ds.dataset(paths, format="parquet", schema=schema, **where)
+    try:
+        found = ds.dataset(paths, format="parquet", **where)  # the first file's columns and the partitions'
+        if base is not None:  # a saved trace's partitions share one schema: no footer read per rank
+            return found
+        schema = pa.unify_schemas([found.schema, *(pq.read_schema(p) for p in paths)], promote_options="permissive")
+        return ds.dataset(paths, format="parquet", schema=schema, **where)
+    except (pa.ArrowException, OSError) as e:
+        raise _unreadable(files, e) from None
+
+
+def _unreadable(files: list[Path], error: Exception) -> KprofInputError:
+    """The error naming the first of ``files`` whose parquet footer cannot be read, and why."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for file in files:
+        try:
+            pq.read_metadata(file)
+        except (pa.ArrowException, OSError) as e:
+            return KprofInputError(file, f"is not a readable parquet file ({_first_line(e)})")
+    return KprofInputError(files[0].parent, f"holds parquet files that cannot be read together ({_first_line(error)})")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def folder_tables(folder: Path) -> dict[str, tuple[list[Path], Path | None] | RunTable]:
@@ -136,8 +157,7 @@ def run_sql(query: str, folder: Path, timeout_s: float = TIMEOUT_S) -> tuple[pd.
     except duckdb.InterruptException:
         raise KprofInputError("QUERY", f"ran longer than --timeout {timeout_s:g} s and was stopped") from None
     except duckdb.Error as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise KprofInputError("QUERY", f"{first} (tables: {', '.join(tables)})") from None
+        raise KprofInputError("QUERY", f"{_first_line(e)} (tables: {', '.join(tables)})") from None
     except (OverflowError, MemoryError) as e:
         raise KprofInputError("QUERY", f"gives a result too large to return ({type(e).__name__})") from None
     finally:
