@@ -62,7 +62,8 @@ def test_an_unreadable_table_file_is_named_in_one_line(tmp_path: Path) -> None:
     part = sorted(run.rglob("*.parquet"))[0]
     part.write_bytes(b"PAR1 not a footer")
     res = runner.invoke(app, ["sql", "SELECT 1", str(run)])
-    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and f"{part.name}: is not a readable parquet" in res.stderr
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert f"{part.name}: is not a readable parquet" in res.stderr
 
 
 def test_the_documented_queries_run(tmp_path: Path) -> None:
