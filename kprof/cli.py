@@ -353,7 +353,7 @@ def _fail_if_incomplete(report: Any) -> None:
     INCOMPLETE, naming them (legs refused on purpose are findings the report states); so does a
     run with a case whose baseline disagrees with its own A/A copy (none of its verdicts stands), or
     a leg whose outputs changed after a timed round (a race: its times may not be of its work)."""
-    failed = [m for m in report.run.missing() if not m.refused] if report is not None else []
+    failed = [m for m in report.missing if not m.refused] if report is not None else []
     distrusted = [case for case, s in report.summaries.items() if s.distrust] if report is not None else []
     if failed:
         named = [m.case + (f" · {m.leg}" if m.leg else "") for m in failed]

@@ -22,7 +22,8 @@ History of ``RUN_FORMAT_VERSION`` (``run_format_version`` in meta.json):
     processes, timer_mode, captures) and ``placement`` (device, gpus, ray) are objects of their own;
     meta.json is written once, when the run is made, and read by msgspec, types checked (a string
     where a number belongs is an error naming the field). Each case's status is its own file
-    (``status/cNNN.json``), so ``case_status`` in meta.json is empty, and what the run finds out
+    (``status/cNNN.json``), so meta.json holds none (an empty ``case_status`` in folders written
+    before 2026-12-07; the plan and the statuses are separate types), and what the run finds out
     while it runs is ``state.json`` (:class:`RunState`). A folder of versions 1–3 is migrated on read
     (:func:`migrate`): its flat keys are grouped, its statuses stay in meta.json, and what it lacks
     gets the value those runs had, said here once: ``timer_mode`` events and ``captures`` once
@@ -354,6 +355,52 @@ _STATUS_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 @dataclass
+class CaseStatuses:
+    """How far each case of a run got (``status/cNNN.json``): what changes while the run runs,
+    kept apart from the plan (:class:`Run`, written once)."""
+
+    by_case: dict[str, CaseStatus] = field(default_factory=dict)
+
+    def of(self, case: str) -> CaseStatus:
+        """The case's status as stored (a case that has not started has an empty one)."""
+        return self.by_case.get(case) or CaseStatus()
+
+    def items(self) -> Iterable[tuple[str, CaseStatus]]:
+        return self.by_case.items()
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        return {case: status.record() for case, status in self.by_case.items()}
+
+    def missing(self, cases: list[str]) -> list[Missing]:
+        """What the plan's ``cases`` hold and the folder does not: cases that failed or have not
+        finished, legs not timed (a correctness refusal, a revision that cannot run, a leg that
+        killed its worker)."""
+        out = []
+        for case in cases:
+            status = self.of(case)
+            if status.status != "done":
+                failed = status.status == "failed"
+                out.append(Missing(case, "", (status.reason or "no reason kept") if failed else ""))
+                continue
+            out += [Missing(case, leg, reason, refused=True) for leg, reason in status.failed.items()]
+            out += [
+                Missing(case, leg, f"its worker died twice: {status.crash_reasons.get(leg, 'no reason kept')}")
+                for leg in status.crashed_legs
+            ]
+        return out
+
+
+def meta_record(text: str, where: str = "meta.json") -> Any:
+    """meta.json's JSON value, or a one-line error naming the file."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise KprofInputError(where, f"is not valid JSON ({e})") from None
+    except RecursionError:
+        raise KprofInputError(where, "nests values too deeply to be a kprof run description") from None
+
+
+@dataclass
 class Protocol:
     """How every case is timed: rounds, samples, buffers, processes, captures and the timer."""
 
@@ -407,7 +454,6 @@ class Run:
     git_revision: str | None = None
     git_dirty: bool | None = None
     started: str = ""
-    case_status: dict[str, CaseStatus] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not model, kept as read
 
     # -- the subject --------------------------------------------------------------------------
@@ -451,28 +497,6 @@ class Run:
     def case(self, name: str) -> CaseRecord:
         return next(c for c in self.cases if c.name == name)
 
-    def status(self, case: str) -> CaseStatus:
-        """The case's status as stored (a case that has not started has an empty one); reading it
-        changes nothing."""
-        return self.case_status.get(case) or CaseStatus()
-
-    def missing(self) -> list[Missing]:
-        """What the plan holds and the folder does not: cases that failed or have not finished, legs
-        not timed (a correctness refusal, a revision that cannot run, a leg that killed its worker)."""
-        out = []
-        for case in self.case_names:
-            status = self.status(case)
-            if status.status != "done":
-                failed = status.status == "failed"
-                out.append(Missing(case, "", (status.reason or "no reason kept") if failed else ""))
-                continue
-            out += [Missing(case, leg, reason, refused=True) for leg, reason in status.failed.items()]
-            out += [
-                Missing(case, leg, f"its worker died twice: {status.crash_reasons.get(leg, 'no reason kept')}")
-                for leg in status.crashed_legs
-            ]
-        return out
-
     @property
     def device_timed(self) -> bool:
         return self.placement.device != "cpu"
@@ -490,12 +514,11 @@ class Run:
     # -- meta.json ----------------------------------------------------------------------------
 
     def record(self) -> dict[str, Any]:
-        """meta.json's content: every field by msgspec, the legs and statuses in their own forms."""
-        plain = msgspec.to_builtins(replace(self, legs=[], case_status={}, extra={}), enc_hook=_plain)
+        """meta.json's content: every field by msgspec, the legs in their own form (the cases'
+        statuses are files of their own: :class:`CaseStatuses`)."""
+        plain = msgspec.to_builtins(replace(self, legs=[], extra={}), enc_hook=_plain)
         del plain["extra"]
-        plain.update(
-            legs=[leg.record() for leg in self.legs], case_status={k: v.record() for k, v in self.case_status.items()}
-        )
+        plain.update(legs=[leg.record() for leg in self.legs])
         return {**self.extra, "run_format_version": RUN_FORMAT_VERSION, **plain}
 
     def to_json(self) -> str:
@@ -512,7 +535,6 @@ class Run:
         try:
             d = migrate(raw, where)
             legs = [Leg.from_record(x) for x in d["legs"]]
-            status = {str(k): CaseStatus.from_record(v, where) for k, v in (d.get("case_status") or {}).items()}
             typed = {k: v for k, v in d.items() if k in _TYPED}
             run = msgspec.convert({**typed, "legs": []}, type=cls)
         except msgspec.ValidationError as e:
@@ -521,7 +543,7 @@ class Run:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
         if not (math.isfinite(run.threshold_pct) and run.threshold_pct >= 0):
             raise KprofInputError(where, f"holds threshold_pct {run.threshold_pct}: a threshold is a percent ≥ 0")
-        run.legs, run.case_status = legs, status
+        run.legs = legs
         run.extra = {k: v for k, v in d.items() if k not in _MODELLED}
         if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:
             raise KprofInputError(where, "a run needs exactly one leg with the baseline role")
@@ -529,19 +551,14 @@ class Run:
 
     @classmethod
     def from_json(cls, text: str, where: str = "meta.json") -> Run:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise KprofInputError(where, f"is not valid JSON ({e})") from None
-        except RecursionError:
-            raise KprofInputError(where, "nests values too deeply to be a kprof run description") from None
-        return cls.from_record(raw, where)
+        return cls.from_record(meta_record(text, where), where)
 
     def updated(self, **changes: Any) -> Run:
         return replace(self, **changes)
 
 
-_MODELLED = {f.name for f in fields(Run)} | {"run_format_version"}
+# case_status: where a folder of versions 1–3 kept its statuses (RunFolder reads them)
+_MODELLED = {f.name for f in fields(Run)} | {"run_format_version", "case_status"}
 _TYPED = _MODELLED - {"run_format_version", "legs", "case_status", "extra"}  # converted by msgspec
 
 

@@ -161,8 +161,8 @@ def test_bisect_end_to_end_over_16_commits(tmp_path: Path, monkeypatch: pytest.M
     if gpus:  # two stand-in slots: 8 segments a step, each share's hosts pinned to its slot
         assert len(result["steps"]) == 2 and result["steps"][1]["hi"] - result["steps"][1]["lo"] == 2
         for slot in ("0", "1"):
-            share = RunFolder(out / "step-1" / f"gpu-{slot}").read_run()
-            assert share.status("n").gpu == slot and share.placement.gpus == [int(slot)]
+            share = RunFolder(out / "step-1" / f"gpu-{slot}")
+            assert share.read_statuses().of("n").gpu == slot and share.read_run().placement.gpus == [int(slot)]
     else:
         assert np.all([(out / f"step-{i}" / "meta.json").is_file() for i in (1, 2)])
 

@@ -86,7 +86,7 @@ def test_cases_run_at_once_on_their_slots_and_give_the_same_table(tmp_path: Path
     ]
     assert overlapping  # two cases on two slots were being set up at the same time
     run = RunFolder(sharded).read_run()
-    status = {case: run.status(case) for case in run.case_names}
+    status = RunFolder(sharded).read_statuses().by_case
     assert all(s.status == "done" for s in status.values())  # no update of meta.json was lost
     assert {s.gpu for s in status.values()} == {"0", "1"}
     assert set(run.timer_info["gpus"]) == {"0", "1"}  # each slot measured itself once
@@ -130,8 +130,7 @@ def test_a_revision_run_shards_its_cases_and_pins_every_host_of_a_case(
     assert setups.groupby("case")["pid"].nunique().ge(3).all()  # two revisions and the A/A: three hosts
     spans = setups.groupby("case").agg(slot=("slot", "first"), start=("start", "min"), end=("end", "max"))
     assert any(a.slot != b.slot and a.start < b.start < a.end for a in spans.itertuples() for b in spans.itertuples())
-    run = RunFolder(out).read_run()
-    status = {case: run.status(case) for case in run.case_names}
+    run, status = RunFolder(out).read_run(), RunFolder(out).read_statuses().by_case
     assert all(s.status == "done" for s in status.values()), status
     assert {s.gpu for s in status.values()} == {"0", "1"}
     assert set(run.timer_info["gpus"]) == {"0", "1"}

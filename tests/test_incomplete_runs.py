@@ -103,7 +103,7 @@ def test_a_worker_killed_once_is_started_again_and_a_leg_that_crashes_twice_is_n
     ]
     restarted = "n1024: its worker died at correctness gate · flaky (killed by SIGKILL) and was started again"
     assert restarted in doc["warnings"]
-    status = RunFolder(out).read_run().status("n1024")
+    status = RunFolder(out).read_statuses().of("n1024")
     assert status.status == "done" and sorted(status.crashed_legs) == ["crash", "flaky+crash"]
     deaths = [(d["leg"], d.get("signal"), d["outcome"]) for d in status.deaths]
     assert [d for d in deaths if d[0] == "flaky"] == [("flaky", 9, "started again")]
@@ -129,7 +129,7 @@ def test_a_case_killed_twice_from_outside_fails_alone_and_resume_times_it_with_e
     (missing,) = doc["missing"]
     assert missing["case"] == "n2048" and missing["leg"] == "" and not missing["refused"]
     assert missing["reason"] == "its worker died twice at check · killed: killed by SIGKILL"
-    assert RunFolder(out).read_run().status("n2048").crashed_legs == []  # signals never blame a leg
+    assert RunFolder(out).read_statuses().of("n2048").crashed_legs == []  # signals never blame a leg
 
     (tmp_path / "marks" / "kill-n2048").unlink()
     again = runner.invoke(app, ["run", "--out", str(out), "--resume", "--format", "json"])

@@ -258,7 +258,7 @@ def test_whole_programs_per_step_broken_revisions_once_and_bisect(
     docs = next(leg for case, leg in rows if leg.startswith(shas["docs"]))
     assert rows[("GPU busy per step", docs)]["verdict"] == "SLOWER"
     assert abs(rows[("GPU busy per step", docs)]["effect_pct"] - 100 * (1 / 1.05 - 1)) < 0.5
-    status = RunFolder(out).read_run().status("GPU busy per process").record()
+    status = RunFolder(out).read_statuses().of("GPU busy per process").record()
     broken = next(leg for leg in status["failed"])
     assert broken.startswith(shas["broken"]) and not status.get("failures")  # its probe alone, no round after
 

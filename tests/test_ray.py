@@ -35,7 +35,7 @@ def test_a_run_on_a_local_ray_cluster_gives_the_same_samples_table(cluster, tmp_
     b = RunFolder(local).read("samples")[keys].sort_values(keys).reset_index(drop=True)
     assert len(a) and a.equals(b)  # the same rounds and samples, written back by the driver
     run = RunFolder(on_ray).read_run()
-    status = run.status(run.case_names[0])
+    status = RunFolder(on_ray).read_statuses().of(run.case_names[0])
     assert status.status == "done" and status.gpu.endswith("/cpu")  # which node ran it
     assert status.gpu in run.timer_info["gpus"]
     legs = {r["leg"] for r in json.loads(res.stdout)["legs"]}

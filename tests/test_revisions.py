@@ -207,7 +207,7 @@ def test_each_commit_gets_its_verdict(history, tmp_path: Path) -> None:
     assert legs[f"base + {shas['double']}"]["verdict"] in expect["double"]
     assert legs[f"head − {shas['outputs']}"]["verdict"] in expect["double"]  # the only leg without the output change
     assert legs[f"base + {shas['nothing']}"]["verdict"] in expect["nothing"]
-    status = RunFolder(out).read_run().status("n").record()
+    status = RunFolder(out).read_statuses().of("n").record()
     assert status["failed"][f"base + {shas['outputs']}"].startswith("outputs changed")
     assert status["failed"][f"head {shas['note3']}"].startswith("outputs changed")
     assert status["failed"][f"head − {shas['note2']}"] == (

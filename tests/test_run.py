@@ -97,7 +97,7 @@ def test_two_processes_share_a_cases_rounds_and_buffer_sets(tmp_path: Path) -> N
     report = json.loads(res.stdout)
     assert report["processes"] == 2
     assert {row["leg"] for row in report["legs"]} == {"baseline", "baseline (A/A)"}
-    assert store.read_run().status(report["legs"][0]["case"]).status == "done"
+    assert store.read_statuses().of(report["legs"][0]["case"]).status == "done"
 
 
 @pytest.mark.slow  # three worker processes in all (15 s)
@@ -111,7 +111,7 @@ def test_a_two_process_case_interrupted_in_its_second_process_resumes_there(tmp_
     res = runner.invoke(app, ["run", "--resume", "--out", str(out), "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "(process 2/2): setting up" in res.stderr and "(process 1/2)" not in res.stderr
-    assert sorted(store.read("rounds")["round"]) == list(range(8)) and store.read_run().status(case).status == "done"
+    assert sorted(store.read("rounds")["round"]) == list(range(8)) and store.read_statuses().of(case).status == "done"
 
 
 def test_processes_that_cannot_be_split_are_refused(tmp_path: Path) -> None:
@@ -346,7 +346,7 @@ def test_user_workload_file_and_a_crashing_leg(tmp_path: Path) -> None:
     legs = {row["leg"] for row in json.loads(res.stdout)["legs"]}
     assert {"baseline", "double_buffer", "baseline (A/A)"} <= legs
     assert not any("crash" in leg for leg in legs)  # the crashing legs lost only themselves
-    status = RunStore(out).read_run().case_status["n4096"]
+    status = RunStore(out).read_statuses().of("n4096")
     assert status.status == "done" and set(status.crashed_legs) >= {"crash"}
     # a leg that raises at launch (does not compile) fails alone, in its worker, with the reason
     assert not any("no_fit" in leg for leg in legs)

@@ -97,4 +97,4 @@ def test_a_run_stopped_after_any_round_reports_what_it_has_or_says_it_has_nothin
             doc = json.loads(res.stdout)
             assert {r["rounds"] for r in doc["legs"] if r["verdict"] != "REFERENCE"} == {kept}
             assert doc["missing"] == [{"case": c, "leg": "", "reason": "", "refused": False} for c in ("c", "d")]
-    assert RunFolder(folder).read_run().missing()[0].text == "case c has not finished"
+    assert RunFolder(folder).read_statuses().missing(["c"])[0].text == "case c has not finished"

@@ -14,6 +14,7 @@ from fake_runs import write_run
 from kprof.errors import KprofInputError
 from kprof.run_model import Leg, RevisionSet, Role
 from kprof.store.layout import STATUS, status_file
+from kprof.store.run_folder import RunFolder
 
 LEGS = [Leg("base", roles=frozenset({Role.BASELINE})), Leg("fast", roles=frozenset({Role.LEG}))]
 
@@ -29,16 +30,41 @@ def test_a_case_status_goes_to_its_own_file_and_meta_json_is_left_alone(tmp_path
     assert folder.meta_path.read_bytes() == meta
     stored = json.loads(status_file(folder.root, 1).read_text())
     assert stored["status"] == "failed" and stored["no_op_legs"] == ["fast"]
-    run = folder.read_run()
-    assert run.status("b").reason == "its worker died twice"
-    assert "case_status" not in json.loads(meta) or not json.loads(meta)["case_status"].get("b")
+    assert folder.read_statuses().of("b").reason == "its worker died twice"
+    assert "case_status" not in json.loads(meta)  # the plan holds no status
+    assert not hasattr(folder.read_run(), "case_status")  # the plan and the statuses are separate types
 
 
 def test_reading_a_status_changes_nothing(tmp_path: Path) -> None:
-    run = _folder(tmp_path).read_run()
-    before = dict(run.case_status)
-    assert run.status("never started").status == ""
-    assert run.case_status == before
+    folder = _folder(tmp_path)
+    statuses = folder.read_statuses()
+    before = dict(statuses.by_case)
+    assert statuses.of("never started").status == ""
+    assert statuses.by_case == before
+    assert statuses.missing(["a", "b"]) == folder.read_statuses().missing(["a", "b"])
+
+
+def _add_deaths(root: str, who: int) -> None:
+    folder = RunFolder(Path(root))
+    for i in range(20):
+        folder.add_to_case("a", deaths=[{"who": who, "i": i}], crash_reasons={f"leg{who}-{i}": "x"})
+
+
+def test_what_processes_add_to_a_status_at_once_is_all_kept(tmp_path: Path) -> None:
+    import multiprocessing
+
+    folder = _folder(tmp_path)
+    folder.update_case("a", deaths=[{"who": -1}])
+    spawn = multiprocessing.get_context("spawn")
+    procs = [spawn.Process(target=_add_deaths, args=(str(folder.root), who)) for who in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    status = folder.read_statuses().of("a")
+    assert len(status.deaths) == 61 and len(status.crash_reasons) == 60  # none read first and written over
+    assert [d["i"] for d in status.deaths if d.get("who") == 2] == list(range(20))
 
 
 def test_a_folder_from_before_keeps_its_statuses_in_meta_json(tmp_path: Path) -> None:
@@ -47,10 +73,11 @@ def test_a_folder_from_before_keeps_its_statuses_in_meta_json(tmp_path: Path) ->
     raw = json.loads(folder.meta_path.read_text())
     raw["case_status"] = {"a": {"status": "done", "samples": 3}, "b": {"status": "done", "samples": 3}}
     folder.meta_path.write_text(json.dumps(raw))
-    assert folder.read_run().status("a").samples == 3
+    folder = RunFolder(folder.root)  # opened by a kprof of today
+    assert folder.read_statuses().of("a").samples == 3
     folder.update_case("a", samples=5)  # a resume of such a folder: the new status goes to a file
-    run = folder.read_run()
-    assert (run.status("a").samples, run.status("b").samples) == (5, 3)
+    statuses = folder.read_statuses()
+    assert (statuses.of("a").samples, statuses.of("b").samples) == (5, 3)
     assert json.loads(folder.meta_path.read_text())["case_status"]["a"]["samples"] == 3
 
 
@@ -71,7 +98,7 @@ def test_a_damaged_status_file_is_one_line_naming_it(tmp_path: Path, text: str, 
     folder.update_case("a", status="done")
     status_file(folder.root, 0).write_text(text)
     with pytest.raises(KprofInputError) as e:
-        folder.read_run()
+        folder.read_statuses()
     assert "c000.json" in str(e.value) and problem in str(e.value) and "\n" not in str(e.value)
 
 

@@ -22,7 +22,7 @@ from kprof.analysis.run_effects import (
 from kprof.designs import LegValues, Quantity, lever_values
 from kprof.designs import sequence as seq
 from kprof.ingest.names import name_labels
-from kprof.run_model import Role, Run
+from kprof.run_model import CaseStatuses, Missing, Role, Run
 
 
 @dataclass
@@ -40,14 +40,20 @@ class RunReport:
     gpu_spread: pd.DataFrame = field(default_factory=pd.DataFrame)  # --aa-across-gpus
     sequence: pd.DataFrame = field(default_factory=pd.DataFrame)  # a range's commits, each against its parent
     races: list[str] = field(default_factory=list)  # legs whose outputs changed after a timed round
+    statuses: CaseStatuses = field(default_factory=CaseStatuses)  # how far each case got
+
+    @property
+    def missing(self) -> list[Missing]:
+        """What the plan holds and the run did not measure (kprof.run_model.CaseStatuses.missing)."""
+        return self.statuses.missing(self.run.case_names)
 
 
-def no_rounds_message(run: Run) -> str:
+def no_rounds_message(run: Run, statuses: CaseStatuses) -> str:
     if run.is_program:
-        failures = run.status(run.case_names[0]).failures
+        failures = statuses.of(run.case_names[0]).failures
         if failures:
             return f"holds no finished round: every process failed (first: {next(iter(failures.values()))})"
-    failed = [(case, s.reason) for case, s in run.case_status.items() if s.status == "failed" and s.reason]
+    failed = [(case, s.reason) for case, s in statuses.items() if s.status == "failed" and s.reason]
     if failed:
         case, reason = failed[0]
         return f"holds no finished round: {len(failed)} case(s) failed (first, {case}: {reason})"
@@ -63,6 +69,7 @@ class RunTables:
     kernels: pd.DataFrame
     checks: pd.DataFrame
     compile: pd.DataFrame
+    statuses: CaseStatuses = field(default_factory=CaseStatuses)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -106,6 +113,7 @@ def analyse(run: Run, tables: RunTables, threshold_pct: float | None = None) -> 
         gpu_spread(samples, run, threshold),
         sequence,
         races,
+        tables.statuses,
     )
 
 
@@ -142,11 +150,11 @@ def with_race_rounds(effects: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFram
     return effects.assign(race_rounds=counts.reindex(keys, fill_value=0).to_numpy())
 
 
-def without_failed_legs(samples: pd.DataFrame, run: Run) -> pd.DataFrame:
+def without_failed_legs(samples: pd.DataFrame, statuses: CaseStatuses) -> pd.DataFrame:
     """A leg that failed its correctness check, or took its worker down, in any of a case's
     processes is not reported from the rounds another process timed before (its outputs differ on
     some buffer set, or it cannot be run on them)."""
-    failed = {(case, leg) for case, status in run.case_status.items() for leg in (*status.failed, *status.crashed_legs)}
+    failed = {(case, leg) for case, status in statuses.items() for leg in (*status.failed, *status.crashed_legs)}
     if not failed or samples.empty:
         return samples
     keep = [key not in failed for key in zip(samples["case"], samples["leg"])]

@@ -17,30 +17,31 @@ from kprof.analysis.run_analysis import (
     without_failed_legs,
 )
 from kprof.errors import KprofInputError
-from kprof.run_model import Run
+from kprof.run_model import CaseStatuses, Run
 from kprof.store.run_folder import RunFolder
 
 
-def reported_samples(folder: RunFolder, run: Run, skip_damaged: bool = False) -> pd.DataFrame:
+def reported_samples(folder: RunFolder, run: Run, statuses: CaseStatuses, skip_damaged: bool = False) -> pd.DataFrame:
     """The samples a report reads (failed legs left out), or a one-line error when no round past
     the burn-in (which is never reported) is stored: a run stopped that early has nothing to say."""
-    samples = without_failed_legs(folder.read("samples", skip_damaged=skip_damaged), run)
+    samples = without_failed_legs(folder.read("samples", skip_damaged=skip_damaged), statuses)
     if samples.empty or samples["burn_in"].astype(bool).all():
         damaged = (
             f" ({len(folder.skipped)} damaged parts left out; first: {folder.skipped[0]})" if folder.skipped else ""
         )
-        raise KprofInputError(folder.root, no_rounds_message(run) + damaged)
+        raise KprofInputError(folder.root, no_rounds_message(run, statuses) + damaged)
     return samples
 
 
 def run_tables(folder: RunFolder, run: Run) -> RunTables:
     """Every table a report reads, damaged parts left out and said."""
-    samples = reported_samples(folder, run, skip_damaged=True)
+    statuses = folder.read_statuses()
+    samples = reported_samples(folder, run, statuses, skip_damaged=True)
     kernels = folder.read("kernels", skip_damaged=True)
     checks = folder.read("checks", skip_damaged=True)
     compile_rows = folder.read("compile", skip_damaged=True)
-    warnings = [*damage_warnings(folder), *missing_round_lines(folder, run)]
-    return RunTables(samples, kernels, checks, compile_rows, warnings)
+    warnings = [*damage_warnings(folder), *missing_round_lines(folder, run, statuses)]
+    return RunTables(samples, kernels, checks, compile_rows, statuses, warnings)
 
 
 def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
@@ -55,14 +56,14 @@ def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
     return attribution(analyse_run(root, threshold_pct))
 
 
-def missing_round_lines(folder: RunFolder, run: Run) -> list[str]:
+def missing_round_lines(folder: RunFolder, run: Run, statuses: CaseStatuses) -> list[str]:
     """Finished cases whose stored samples do not add up — rounds absent, or rounds with fewer rows
     than their legs × samples (rows lost from a compacted table): the report reads what is there,
     and says so."""
     stored = folder.read("samples", skip_damaged=True)
     lines = []
     for index, case in enumerate(run.case_names):
-        status = run.status(case)
+        status = statuses.of(case)
         if status.status != "done":
             continue
         every = set(range(run.protocol.total_rounds))

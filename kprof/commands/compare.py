@@ -51,7 +51,7 @@ def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
         folder = RunFolder(path)
         run = folder.read_run()
-        samples = reported_samples(folder, run)
+        samples = reported_samples(folder, run, folder.read_statuses())
         return Side(str(path), "run", run_rounds=round_statistics(samples))
     if not path.exists():
         raise KprofInputError(path, "no such file or folder")

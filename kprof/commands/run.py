@@ -103,7 +103,7 @@ def run_and_analyse(
     try:
         return analyse_run(folder.root)
     except KprofInputError as e:  # nothing to report: when cases failed, an incomplete run (exit 4)
-        if any(not m.refused for m in folder.read_run().missing()):
+        if any(not m.refused for m in folder.read_statuses().missing(folder.case_names)):
             raise RunIncomplete(e.where, e.problem) from None
         raise
 

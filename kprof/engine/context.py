@@ -43,9 +43,17 @@ class CaseContext:
     states: dict[int, Any] = field(default_factory=dict)  # buffer set → the workload's state
     timer: Timer | None = None
     pads: list[Any] = field(default_factory=list)  # held for the case's life: they set where each buffer set lies
+    first_part: CaseStatus | None = None  # a later process: what the case's first process chose (the parent's word)
 
     @classmethod
-    def open(cls, folder: RunFolder, case_index: int, skip: set[str], part_index: int = 0) -> CaseContext:
+    def open(
+        cls,
+        folder: RunFolder,
+        case_index: int,
+        skip: set[str],
+        part_index: int = 0,
+        first_part: CaseStatus | None = None,
+    ) -> CaseContext:
         run = folder.read_run()
         workload = load_workload(run.subject.spec)
         record = run.cases[case_index]
@@ -53,7 +61,7 @@ class CaseContext:
         case = next(c for c in workload.cases(run.preset) if c.name == name)
         case = replace(case, name=record.name)  # a repeat on another GPU keeps its own name in every table
         legs = [leg for leg in run.legs if leg.name not in skip]
-        return cls(folder, run, case_index, case, workload, legs, part_index)
+        return cls(folder, run, case_index, case, workload, legs, part_index, first_part=first_part)
 
     @property
     def device(self) -> str:
@@ -81,11 +89,6 @@ class CaseContext:
 
     def uses_set(self, leg_index: int, k: int) -> bool:
         return not self.per_leg_buffers or k == leg_index
-
-    def first_part_status(self) -> CaseStatus | None:
-        """What the case's first process chose (the timer, samples per round), for a later process
-        to time alike; None in the first process."""
-        return None if self.part_index == 0 else self.folder.read_run().status(self.case.name)
 
     @property
     def baseline_index(self) -> int:

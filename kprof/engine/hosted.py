@@ -136,7 +136,8 @@ def run_hosted_case(
     folder: RunFolder, case_index: int, on_event: Callable[[Event], None], gpu: int | None, live: Workers
 ) -> None:
     """One case: a host per revision tree, every one pinned to ``gpu`` (None: not sharded) and known
-    to ``live`` so that Ctrl-C stops them."""
+    to ``live`` so that Ctrl-C stops them. The run is read afresh: a revision another case found
+    it cannot run (state.json) is not tried again."""
     run = folder.read_run()
     failed: dict[str, str] = {}
     for leg in run.legs:

@@ -60,15 +60,14 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
         if gpu_ids:
             env[GPU_ENV] = str(int(gpu_ids[0]))
         events: list[Event] = []
-        run_case_workers(folder, index, env, events.append, Workers())
-        done = folder.read_run()
-        case = done.case_names[index]
+        run_case_workers(folder, run, index, env, events.append, Workers())
+        done = folder.read_run()  # with the device measurements the case made
         node = ray.get_runtime_context().get_node_id()[:8]
         gpu = f"{node}/{gpu_ids[0] if gpu_ids else 'cpu'}"
         measured = (done.timer_info.get("gpus") or {}).get(env.get(GPU_ENV, ""), done.timer_info)
         return {
             "files": case_files(root, index),
-            "status": done.status(case).record(),
+            "status": folder.read_statuses().of(done.case_names[index]).record(),
             "measured": measured,
             "gpu": gpu,
             "events": events,
@@ -84,8 +83,7 @@ def _unmeasured(folder: RunFolder) -> str:
 def store_result(folder: RunFolder, index: int, result: dict[str, Any], label: Callable[[dict], str]) -> None:
     for rel, data in result["files"].items():
         write_bytes(data, folder.root / rel)
-    case = folder.read_run().case_names[index]
-    folder.update_case(case, **{**result["status"], "gpu": result["gpu"]})
+    folder.update_case(folder.case_names[index], **{**result["status"], "gpu": result["gpu"]})
     if result["measured"]:
         folder.record_measurements(result["measured"], result["gpu"], label)
 

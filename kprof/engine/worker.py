@@ -26,6 +26,7 @@ from kprof.engine.gpus import own_gpu, record_device
 from kprof.engine.lifeline import die_with_parent
 from kprof.engine.profile import profile_case
 from kprof.events import CASE_FAILED_STEP
+from kprof.run_model import CaseStatus
 from kprof.store.layout import progress_file
 from kprof.store.run_folder import RunFolder
 from kprof.timer.host import PYTHON_LABEL
@@ -81,8 +82,7 @@ class LocalRunner:
                 **({"spin_ladder": captured.spin_ladder} if captured.spin_ladder else {}),
             )
         elif self.gate.failed:  # a leg that fails on this process's sets is not reported from the others' rounds
-            earlier = ctx.folder.read_run().status(ctx.case.name).failed
-            ctx.folder.update_case(ctx.case.name, failed={**earlier, **self.gate.failed})
+            ctx.folder.add_to_case(ctx.case.name, failed=self.gate.failed)
         return Prepared(legs=len(captured.timed), samples=captured.samples)
 
     def record_timer(self) -> None:
@@ -130,12 +130,13 @@ class LocalRunner:
         ctx.done()
 
 
-def run_case(root: Path, case_index: int, skip: set[str], part: int = 0) -> None:
+def run_case(root: Path, case_index: int, skip: set[str], part: int = 0, first_part: CaseStatus | None = None) -> None:
+    """One process of a case; ``first_part``: what the case's first process chose, handed down
+    by the parent to a later process (which legs failed, the timer, samples per round)."""
     folder = RunFolder(root)
-    if part > 0:  # a leg the first process found wrong is not set up again
-        run = folder.read_run()
-        skip = skip | set(run.status(run.case_names[case_index]).failed)
-    ctx = CaseContext.open(folder, case_index, skip, part)
+    if first_part is not None:  # a leg the first process found wrong is not set up again
+        skip = skip | set(first_part.failed)
+    ctx = CaseContext.open(folder, case_index, skip, part, first_part)
     protocol = ctx.run.protocol
     run_protocol(
         CaseRun(
@@ -157,8 +158,9 @@ def main() -> None:
     root, case_index = Path(sys.argv[1]), int(sys.argv[2])
     skip = set(json.loads(sys.argv[3])) if len(sys.argv) > 3 else set()
     part = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    first_part = CaseStatus.from_record(json.loads(sys.argv[5]), "argv") if len(sys.argv) > 5 else None
     try:
-        run_case(root, case_index, skip, part)
+        run_case(root, case_index, skip, part, first_part)
     except CaseNotTimed as e:
         progress = progress_file(root, case_index)  # a decision, not a death: not retried
         progress.write_text(json.dumps({"step": CASE_FAILED_STEP}))

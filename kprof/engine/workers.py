@@ -17,6 +17,7 @@ from kprof.engine.lifeline import Workers, child_env, last_line
 from kprof.engine.sharding import shard_cases
 from kprof.events import CASE_FAILED_STEP, RESTARTED, CaseFailed, Event, LegCrashed, WorkerDied, decode
 from kprof.parts import case_parts
+from kprof.run_model import Run
 from kprof.store.layout import progress_file, worker_log
 from kprof.store.run_folder import RunFolder
 
@@ -38,25 +39,24 @@ def execute_workers(folder: RunFolder, on_event: Callable[[Event], None]) -> Non
     pending = folder.unfinished_cases(run)
 
     def one(index: int, gpu: int | None, events: Callable[[Event], None], live: Workers) -> None:
-        run_case_workers(
-            folder, index, pinned_env(worker_env(run.placement.device), gpu, run.placement.device), events, live
-        )
+        env = pinned_env(worker_env(run.placement.device), gpu, run.placement.device)
+        run_case_workers(folder, run, index, env, events, live)
 
     shard_cases(run, pending, on_event, one)
 
 
 def run_case_workers(
     folder: RunFolder,
+    run: Run,
     index: int,
     env: dict[str, str],
     on_event: Callable[[Event], None],
     live: Workers,
 ) -> None:
     """One case to its end: its processes one after another (kprof.parts), each restarted
-    without a leg that killed it twice (_run_part)."""
-    run = folder.read_run()
+    without a leg that killed it twice (_run_part). ``run``: the plan, as the caller read it."""
     case, baseline = run.case_names[index], run.baseline.name
-    status = run.status(case)
+    status = folder.read_statuses().of(case)
     if status.status == "failed":
         folder.update_case(case, status="", reason="")
     skip = sorted(status.crashed_legs)
@@ -116,8 +116,7 @@ def _run_part(
             on_event(WorkerDied(case=case, leg=leg, step=step, reason=reason))
         elif blame:
             skip.append(leg)
-            known = folder.read_run().status(case).crash_reasons
-            folder.update_case(case, crashed_legs=skip, crash_reasons={**known, leg: reason})
+            folder.add_to_case(case, crashed_legs=[leg], crash_reasons={leg: reason})
             on_event(LegCrashed(case=case, leg=leg, reason=reason))
         else:
             at = f"{step} · {leg}" if leg else step
@@ -138,7 +137,7 @@ def _record_death(
     death = {"part": part, "step": step, "leg": leg, "reason": reason, "outcome": outcome}
     if code < 0:
         death["signal"] = -code
-    folder.update_case(case, deaths=[*folder.read_run().status(case).deaths, death])
+    folder.add_to_case(case, deaths=[death])
 
 
 def _worker(
@@ -151,8 +150,11 @@ def _worker(
     live: Workers,
 ) -> tuple[int, str]:
     """One worker process for case ``index``: its events as they come, its exit code and the last
-    line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too."""
+    line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too.
+    A later process is handed what the first one chose (its status), so that it times alike."""
     cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip), str(part)]
+    if part > 0:
+        cmd.append(json.dumps(folder.read_statuses().of(folder.case_names[index]).record(), default=str))
     log = worker_log(folder.root, index)
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))

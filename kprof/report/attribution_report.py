@@ -139,7 +139,7 @@ def attribution_document(result: Attribution) -> Document:
         doc.table(t)
     for s in result.run.summaries.values():
         doc.text(aa_line(s))
-    for line, style in status_lines(run):
+    for line, style in status_lines(result.run):
         doc.text(line, style)
     for warning in result.run.warnings:
         doc.text(warning, "warning")

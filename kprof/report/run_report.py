@@ -18,7 +18,7 @@ from kprof.report.numbers import column_decimals, number_column, with_decimals
 from kprof.report.refusals import refusal_lines
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
-from kprof.run_model import Role, Run
+from kprof.run_model import CaseStatus, Role, Run
 
 EFFECT_CONVENTION = (
     "effect = 100·(t_baseline/t_leg − 1), positive = faster; Hodges–Lehmann estimate with exact 95% interval "
@@ -80,32 +80,33 @@ def _bandwidth_columns(table: pd.DataFrame, run: Run) -> list[str]:
     return [c for c in table.columns if c.startswith("gbps_")] if run.device_timed else []
 
 
-def case_timer_info(run: Run, case: str) -> dict[str, Any]:
+def case_timer_info(run: Run, gpu: str | int | None) -> dict[str, Any]:
     """The measurements of the GPU a case ran on (the run's own when it was not sharded)."""
-    gpu = run.status(case).gpu
     per_gpu = (run.timer_info.get("gpus") or {}).get(gpu) if gpu is not None else None
     return per_gpu or run.timer_info
 
 
-def _pct_copy(row: pd.Series, run: Run) -> str:
-    copy = case_timer_info(run, row["case"]).get("copy_gbps")
+def _pct_copy(row: pd.Series, run: Run, gpu: str | int | None) -> str:
+    copy = case_timer_info(run, gpu).get("copy_gbps")
     if not copy or "gbps_unique" not in row or not run.device_timed:
         return "–"
     return f"{100 * row['gbps_unique'] / copy:.0f}%"
 
 
-def _case_table(case: str, rows: pd.DataFrame, run: Run, summary: CaseSummary | None, view: View) -> Table:
+def _case_table(
+    case: str, rows: pd.DataFrame, run: Run, status: CaseStatus, summary: CaseSummary | None, view: View
+) -> Table:
     bw = _bandwidth_columns(rows, run)
     columns = [Column("leg", "left", is_name=True), Column("µs (median)")]
     columns += [Column(f"GB/s {c.removeprefix('gbps_')}") for c in bw]
     columns += [Column("% copy (unique)")] if bw else []
     columns += [Column("effect [95% CI]"), Column("verdict", "left")]
-    gpu = run.status(case).gpu
-    where = f" · GPU {gpu} ({run.status(case).device_name or '?'})" if len(run.placement.gpus) > 1 else ""
+    gpu = status.gpu
+    where = f" · GPU {gpu} ({status.device_name or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
     shown = shown_rows(rows, view)
     for (_, r), time in zip(shown.iterrows(), number_column(shown["time_us"].tolist()), strict=True):
-        bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run)] if bw else [])
+        bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run, gpu)] if bw else [])
         raced = " (race?)" if r.get("race_rounds", 0) else ""  # its outputs changed after a timed round
         table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"] + raced, r["verdict"]))
     table.notes += hidden_notes(rows, view)
@@ -156,14 +157,14 @@ def _kernel_breakdown(kernel_effects: pd.DataFrame) -> Table:
     return table
 
 
-def status_lines(run: Run) -> list[tuple[str, str]]:
+def status_lines(report: RunReport) -> list[tuple[str, str]]:
     """(text, style): what was not measured is an error; a worker started again after it died, a
     process of a whole program that failed in one round, and legs that launch what the baseline
     launches are warnings."""
-    missing = run.missing()
-    refused = refusal_lines(((m.case, m.leg, m.reason) for m in missing if m.refused), run.legs)
+    missing = report.missing
+    refused = refusal_lines(((m.case, m.leg, m.reason) for m in missing if m.refused), report.run.legs)
     lines = [(m.text, "error") for m in missing if not m.refused] + [(text, "error") for text in refused]
-    for case, status in run.case_status.items():
+    for case, status in report.statuses.items():
         lines += [
             (death_sentence(case, str(d.get("step", "")), str(d.get("leg") or ""), d.get("reason")), "warning")
             for d in status.deaths
@@ -212,7 +213,7 @@ def calibration_tables(report: RunReport) -> list[Table]:
             "yes" if r["inside"] else "NO",
             verdict_cell(r["verdict"], r["verdict"]),
         )
-    for case, status in report.run.case_status.items():
+    for case, status in report.statuses.items():
         if ladder := status.spin_ladder:
             planted.notes.append(spin_ladder_note(case, ladder))
     effects, sign = report.effects, report.sign_rule
@@ -349,10 +350,12 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
     if copy and run.device_timed:
         doc.text(f"measured device-to-device copy: {copy:,.0f} GB/s (bytes read + written) = 100%")
     for case, rows in report.effects.groupby("case", sort=False):
-        doc.table(_case_table(str(case), rows, run, report.summaries.get(str(case)), view))
+        doc.table(
+            _case_table(str(case), rows, run, report.statuses.of(str(case)), report.summaries.get(str(case)), view)
+        )
     for t in sequence_tables(report.sequence, run):
         doc.table(t)
-    for line, style in status_lines(run):
+    for line, style in status_lines(report):
         doc.text(line, style)
     for warning in report.warnings:
         doc.text(warning, "warning")
@@ -403,9 +406,9 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "calibration": records(report.calibration),
         "gpu_spread": records(report.gpu_spread),
         "sequence": records(report.sequence),
-        "case_status": {k: v.record() for k, v in run.case_status.items()},
-        "missing": [asdict(m) for m in run.missing()],
-        "warnings": [*(text for text, style in status_lines(run) if style == "warning"), *report.warnings],
+        "case_status": report.statuses.records(),
+        "missing": [asdict(m) for m in report.missing],
+        "warnings": [*(text for text, style in status_lines(report) if style == "warning"), *report.warnings],
         **revision_json(run),
     }
 

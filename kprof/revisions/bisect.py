@@ -116,11 +116,11 @@ class Timed:
 
 
 def _share_logs(share: Share, case: str) -> Timed:
-    run = share.folder.read_run()
+    run, statuses = share.folder.read_run(), share.folder.read_statuses()
     # why a leg was not timed: its case's status, or (whole programs, one status for every case) any
-    failed = {leg: why for status in run.case_status.values() for leg, why in status.failed.items()}
-    status = run.case_status.get(case)
-    if status and status.status == "failed":  # the whole case failed: the baseline could not run
+    failed = {leg: why for _, status in statuses.items() for leg, why in status.failed.items()}
+    status = statuses.of(case)
+    if status.status == "failed":  # the whole case failed: the baseline could not run
         failed.setdefault(run.baseline.name, status.reason)
     samples = share.folder.read("samples")
     logs = per_round_logs(round_statistics(samples), case) if len(samples) else None

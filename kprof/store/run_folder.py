@@ -32,7 +32,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute, for filtering a compacted tab
 import pyarrow.parquet as pq
 
 from kprof.errors import KprofInputError, checked_file
-from kprof.run_model import CaseStatus, Run, RunState
+from kprof.run_model import CaseStatus, CaseStatuses, Run, RunState, meta_record
 from kprof.store.atomic import write_parquet, write_text
 from kprof.store.layout import META, META_LOCK, STATE, STATUS, status_file
 from kprof.store.locks import exclusive_lock, held_alone
@@ -66,6 +66,8 @@ class RunFolder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.skipped: list[str] = []  # damaged parts left out of the last reads, with why
+        self._case_names: list[str] | None = None  # the plan's, once read (meta.json is written once)
+        self._legacy: dict[str, Any] = {}  # statuses a folder of versions 1–3 kept in meta.json
 
     @property
     def meta_path(self) -> Path:
@@ -81,6 +83,16 @@ class RunFolder:
             raise KprofInputError(self.root, f"cannot hold a run folder ({e.strerror or e})") from None
 
     def read_run(self) -> Run:
+        """The plan, meta.json (written once, when the run is made), with what the run has found out
+        since (state.json: the timer's measurements, revisions refused); the cases' statuses are
+        :meth:`read_statuses`."""
+        raw = self._meta_record()
+        run = Run.from_record(raw, str(self.meta_path))
+        self._read_state().apply(run)
+        self._case_names, self._legacy = run.case_names, raw.get("case_status") or {}
+        return run
+
+    def _meta_record(self) -> Any:
         if not self.root.exists() and not self.root.is_symlink():
             raise KprofInputError(self.root, "no such run folder")
         if self.root.is_file() and self.root.name.endswith(ARCHIVES):
@@ -95,9 +107,28 @@ class RunFolder:
             raise KprofInputError(self.meta_path, f"cannot be read ({e.strerror or e})") from None
         except UnicodeDecodeError as e:
             raise KprofInputError(self.meta_path, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
-        run = self._with_statuses(Run.from_json(text, str(self.meta_path)))
-        self._read_state().apply(run)
-        return run
+        return meta_record(text, str(self.meta_path))
+
+    def read_statuses(self) -> CaseStatuses:
+        """Each case's status: its file, else (a folder of versions 1–3) what meta.json kept."""
+        files = (self.root / STATUS).is_dir()  # none yet: no file to look for case by case
+        stored = ((case, self._stored_status(index, case, files)) for index, case in enumerate(self.case_names))
+        return CaseStatuses({case: status for case, status in stored if status is not None})
+
+    def _stored_status(self, index: int, case: str, files: bool = True) -> CaseStatus | None:
+        path = status_file(self.root, index)
+        if files and (path.exists() or path.is_symlink()):
+            return read_status(path)
+        held = self._legacy.get(case)
+        return None if held is None else CaseStatus.from_record(held, str(self.meta_path))
+
+    @property
+    def case_names(self) -> list[str]:
+        """The plan's cases, read once: meta.json does not change after the run is made."""
+        if self._case_names is None:
+            self.read_run()
+        assert self._case_names is not None
+        return self._case_names
 
     def _read_state(self) -> RunState:
         path = self.root / STATE
@@ -112,23 +143,11 @@ class RunFolder:
     def _write_state(self, state: RunState) -> None:
         write_text(msgspec.json.encode(state).decode() + "\n", self.root / STATE)
 
-    def _with_statuses(self, run: Run) -> Run:
-        """The run with each case's status from its file, where it has one."""
-        if not (self.root / STATUS).is_dir():
-            return run
-        for index, case in enumerate(run.case_names):
-            path = status_file(self.root, index)
-            if path.exists() or path.is_symlink():
-                run.case_status[case] = read_status(path)
-        return run
-
     def write_run(self, run: Run) -> None:
         """meta.json, once, when the run is made (statuses go to their cases' files, what the run
         finds out while it runs to state.json)."""
-        for index, case in enumerate(run.case_names):
-            if case in run.case_status:
-                self._write_status(index, run.case_status[case])
-        write_text(run.updated(case_status={}).to_json(), self.meta_path)
+        write_text(run.to_json(), self.meta_path)
+        self._case_names, self._legacy = run.case_names, {}
 
     def _write_status(self, case_index: int, status: CaseStatus) -> None:
         path = status_file(self.root, case_index)
@@ -136,20 +155,33 @@ class RunFolder:
         write_text(json.dumps(status.record(), indent=1, default=str) + "\n", path)
 
     def _meta_lock(self) -> AbstractContextManager[None]:
-        """meta.json is read, changed and written by several processes when cases run on several
-        GPUs at once: each read-modify-write holds this lock so none is lost."""
+        """A case's status and state.json are read, changed and written by several processes when
+        cases run on several GPUs at once: each read-modify-write holds this lock so none is lost."""
         return exclusive_lock(self.root / META_LOCK)
 
     def update_case(self, case: str, **fields: Any) -> CaseStatus:
         """Set fields of one case's status and store it in the case's file; meta.json is not touched."""
+        return self._change_case(case, fields, merge=False)
+
+    def add_to_case(self, case: str, **fields: Any) -> CaseStatus:
+        """Add to fields of one case's status (entries to a mapping, items to a list) under the
+        lock: what another process added meanwhile is kept, never read first and written over."""
+        return self._change_case(case, fields, merge=True)
+
+    def _change_case(self, case: str, fields: dict[str, Any], merge: bool) -> CaseStatus:
+        index = self.case_names.index(case)
         with self._meta_lock():
-            run = self.read_run()
-            status = run.status(case)
+            status = self._stored_status(index, case) or CaseStatus()
             for key, value in fields.items():
                 if not hasattr(status, key):
                     raise TypeError(f"{key!r} is not a field of a case's status")
+                held = getattr(status, key)
+                if merge and isinstance(held, dict):
+                    value = {**held, **value}
+                elif merge and isinstance(held, list):
+                    value = [*held, *value]
                 setattr(status, key, value)
-            self._write_status(run.case_names.index(case), status)
+            self._write_status(index, status)
         return status
 
     def update_revision(self, key: str, **fields: Any) -> Run:
@@ -295,11 +327,11 @@ class RunFolder:
         """The cases a run (or its resume) still has to time: not done, or done with a round whose
         part does not read back."""
         every = set(range(run.protocol.total_rounds))
-        finished = self._finished_parts()  # read once for every case
+        finished, statuses = self._finished_parts(), self.read_statuses()  # read once for every case
         return [
             i
             for i, case in enumerate(run.case_names)
-            if run.status(case).status != "done" or every - set(_rounds_of(finished, i))
+            if statuses.of(case).status != "done" or every - set(_rounds_of(finished, i))
         ]
 
     def _finished_parts(self) -> set[str]:
