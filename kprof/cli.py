@@ -623,8 +623,8 @@ def cache(
     quiet: QuietOption = False,  # nothing but the result here either: taken so that every command takes it
 ) -> None:
     """Where revision trees are cached (KPROF_CACHE, default ~/.cache/kprof), and cleaning them."""
+    from kprof.cache import cache_root
     from kprof.revisions.trees import clean as clean_trees
-    from kprof.store.cache import cache_root
 
     if clean:
         removed = clean_trees()

@@ -113,6 +113,20 @@ def test_no_arrow_from_a_lower_layer_up(lower: str) -> None:
     assert not up, up
 
 
+def test_analysis_reads_no_folder() -> None:
+    """Analysis takes tables (kprof.commands.analyse reads a run folder into them): no module of
+    kprof.analysis imports the store."""
+    edges = import_graph()
+    reads = sorted(
+        f"{m} → {t}"
+        for m, ts in edges.items()
+        if m.startswith("kprof.analysis")
+        for t in ts
+        if t.startswith("kprof.store")
+    )
+    assert not reads, reads
+
+
 def test_the_architecture_notes_show_the_code_as_it_is() -> None:
     """docs/architecture.md's figures are the script's, not typed by hand (benchmarks/code_shape.py)."""
     import importlib.util

@@ -138,8 +138,8 @@ def test_trees_are_made_in_the_cache_and_conflicts_are_refused(history) -> None:
 def test_cache_clean_is_refused_while_a_run_uses_the_cache(history) -> None:
     """A run holds the cache while it builds or times its trees: a clean would delete them under it
     (both crashed, and a prunable worktree was left, before the lock)."""
+    from kprof.cache import cache_root
     from kprof.revisions.trees import cache_in_use
-    from kprof.store.cache import cache_root
 
     repo, shas = history
     r = Repo(repo)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import ROOT
-from kprof.store.cache import cached_array
+from kprof.cache import cached_array
 
 STORED_RUN = ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr"
 

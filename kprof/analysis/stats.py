@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import special
 
-from kprof.store.cache import cached_array
+from kprof.cache import cached_array
 
 ALPHA = 0.05
 VERDICTS = ("FASTER", "SLOWER", "SAME", "UNRESOLVED")

@@ -19,10 +19,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kprof.cache import cache_root
 from kprof.errors import KprofInputError
 from kprof.revisions.git import GitError, Repo, git
 from kprof.run_model import Run
-from kprof.store.cache import cache_root
 from kprof.store.locks import exclusive_lock, shared_lock, sole_lock
 
 OK_MARK = ".kprof-tree.json"
