@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from kprof import defaults
+from kprof.engine.in_run import IN_RUN
 from kprof.errors import KprofInputError
 
 CASE_HELP = "The case of this name; else every case whose name contains this text."
@@ -147,8 +148,9 @@ OPTIONS: dict[str, Option] = {
         str | None,
         None,
         typer.Option(
-            help="events (a workload's default), torch (adds per-kernel times per leg), or, for whole programs, "
-            "torch (their default), nsys or rocprofv3."
+            help="For a workload: "
+            + "; ".join(f"{c.name}: {c.doc}" for c in IN_RUN.values())
+            + ". For whole programs: torch (their default), nsys or rocprofv3."
         ),
     ),
     "legs": Option(

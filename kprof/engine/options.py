@@ -10,11 +10,11 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from kprof import defaults
+from kprof.engine.in_run import IN_RUN
 from kprof.errors import KprofInputError
 from kprof.timer import CAPTURE_MODES
 from kprof.timer.kernel_time import TIMER_MODES
 
-COLLECTORS = ("events", "torch")
 DTYPES = ("float16", "bfloat16", "float32")
 BUFFERS = ("shared", "per-leg")
 
@@ -72,10 +72,10 @@ def check_options(req: RunRequest) -> None:
         raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed ({defaults.ROUNDS} is the default)")
     if req.samples is not None and req.samples < 1:
         raise KprofInputError("--samples", "must be at least 1")
-    if req.collector not in COLLECTORS:
+    if req.collector not in IN_RUN:
         raise KprofInputError(
             "--collector",
-            "a workload runs under events (default) or torch; nsys and rocprofv3 wrap "
+            f"a workload runs under {' or '.join(IN_RUN)}; nsys and rocprofv3 wrap "
             "whole programs (kprof run --leg … --collector nsys -- CMD)",
         )
     if req.ray is not None and req.gpus is not None:
@@ -95,8 +95,9 @@ def check_options(req: RunRequest) -> None:
     if req.by_revision:
         if req.plants or req.sweep:
             raise KprofInputError("--revisions", "revision runs take no --plant or --sweep")
-        if req.collector != "events" or req.buffers != "shared":
-            raise KprofInputError("--revisions", "revision runs of a workload time with events over shared buffers")
+        if not IN_RUN[req.collector].revisions or req.buffers != "shared":
+            gather = " or ".join(name for name, c in IN_RUN.items() if c.revisions)
+            raise KprofInputError("--revisions", f"revision runs of a workload time with {gather} over shared buffers")
         if req.ray is not None:
             raise KprofInputError("--ray", "revision runs drive their leg hosts from this process (use --gpus)")
 

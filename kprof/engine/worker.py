@@ -23,8 +23,8 @@ from kprof.engine.case import CaseRun, Item, Prepared, Sample, run_protocol, sam
 from kprof.engine.context import CaseContext, emit
 from kprof.engine.gate import GateResult, race_check, run_gate
 from kprof.engine.gpus import own_gpu, record_device
+from kprof.engine.in_run import IN_RUN
 from kprof.engine.lifeline import die_with_parent
-from kprof.engine.profile import profile_case
 from kprof.events import CASE_FAILED_STEP
 from kprof.run_model import CaseStatus
 from kprof.store.layout import progress_file
@@ -123,8 +123,7 @@ class LocalRunner:
 
     def finish(self, rounds: dict[int, list[Item]]) -> None:
         ctx = self.ctx
-        if ctx.run.collector == "torch" and ctx.device != "cpu":
-            profile_case(ctx, {r: items for r, items in rounds.items() if not ctx.part.burn_in(r)})
+        IN_RUN[ctx.run.collector].finish(ctx, {r: items for r, items in rounds.items() if not ctx.part.burn_in(r)})
         if ctx.last_part:
             ctx.folder.update_case(ctx.case.name, status="done")
         ctx.done()
