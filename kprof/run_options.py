@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from kprof import defaults
-from kprof.engine.in_run import IN_RUN
+from kprof.collectors.in_run import IN_RUN
 from kprof.errors import KprofInputError
 
 CASE_HELP = "The case of this name; else every case whose name contains this text."

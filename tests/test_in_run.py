@@ -1,4 +1,4 @@
-"""In-run collectors as a registry (kprof.engine.in_run): an entry added to ``IN_RUN`` alone is
+"""In-run collectors as a registry (kprof.collectors.in_run): an entry added to ``IN_RUN`` alone is
 accepted by ``--collector`` and its pass is run by a case's process after the timed rounds, with
 those rounds; a name not in it is refused in one line that lists what is."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import kprof.engine.in_run as in_run
-from kprof.engine.in_run import InRunCollector
+import kprof.collectors.in_run as in_run
+from kprof.collectors.in_run import InRunCollector
 from kprof.engine.request import RunRequest, create_run
 from kprof.engine.worker import run_case
 from kprof.errors import KprofInputError

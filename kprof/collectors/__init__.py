@@ -3,7 +3,7 @@
 Each module of this package that defines ``COLLECTOR = ProgramCollector(...)`` is one collector
 (``torch_program``: the PyTorch profiler around a Python script; ``rocprofv3``: AMD's profiler
 around any command). Adding a collector is adding a module; nothing else names them. The in-run
-collectors of workloads (CUDA events, the torch profile pass) are kprof.engine.in_run's registry.
+collectors of workloads (CUDA events, the torch profile pass) are this package's ``in_run`` registry.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from kprof import defaults
-from kprof.engine.in_run import IN_RUN
+from kprof.collectors.in_run import IN_RUN
 from kprof.errors import KprofInputError
 from kprof.timer import CAPTURE_MODES
 from kprof.timer.kernel_time import TIMER_MODES

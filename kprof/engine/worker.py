@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from kprof.collectors.in_run import IN_RUN
 from kprof.engine.capture import Captured, capture
 from kprof.engine.case import CaseRun, Item, Prepared, Sample, run_protocol, samples_of
 from kprof.engine.context import CaseContext, emit
 from kprof.engine.gate import GateResult, race_check, run_gate
 from kprof.engine.gpus import own_gpu, record_device
-from kprof.engine.in_run import IN_RUN
 from kprof.engine.lifeline import die_with_parent
 from kprof.events import CASE_FAILED_STEP
 from kprof.run_model import CaseStatus
@@ -130,26 +130,14 @@ class LocalRunner:
 
 
 def run_case(root: Path, case_index: int, skip: set[str], part: int = 0, first_part: CaseStatus | None = None) -> None:
-    """One process of a case; ``first_part``: what the case's first process chose, handed down
-    by the parent to a later process (which legs failed, the timer, samples per round)."""
+    """One process of a case; ``first_part``: what the case's first process chose (the timer,
+    samples per round), handed down by the parent to a later process with ``skip`` holding the
+    legs it found wrong."""
     folder = RunFolder(root)
-    if first_part is not None:  # a leg the first process found wrong is not set up again
-        skip = skip | set(first_part.failed)
     ctx = CaseContext.open(folder, case_index, skip, part, first_part)
-    protocol = ctx.run.protocol
-    run_protocol(
-        CaseRun(
-            folder,
-            case_index,
-            ctx.case.name,
-            protocol,
-            ctx.run.seed,
-            LocalRunner(ctx),
-            emit,
-            rounds=ctx.part.rounds,
-            process=part,
-        )
-    )
+    run, rounds = ctx.run, ctx.part.rounds
+    case = CaseRun(folder, case_index, ctx.case.name, run.protocol, run.seed, LocalRunner(ctx), emit, rounds, part)
+    run_protocol(case)
 
 
 def main() -> None:

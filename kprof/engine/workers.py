@@ -152,9 +152,10 @@ def _worker(
     """One worker process for case ``index``: its events as they come, its exit code and the last
     line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too.
     A later process is handed what the first one chose (its status), so that it times alike."""
-    cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(skip), str(part)]
-    if part > 0:
-        cmd.append(json.dumps(folder.read_statuses().of(folder.case_names[index]).record(), default=str))
+    first = folder.read_statuses().of(folder.case_names[index]) if part > 0 else None
+    legs = sorted({*skip, *first.failed}) if first else skip  # a leg the first process found wrong is not set up again
+    cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(legs), str(part)]
+    cmd += [json.dumps(first.record(), default=str)] if first else []
     log = worker_log(folder.root, index)
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(env))
