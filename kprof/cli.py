@@ -495,15 +495,12 @@ def attribute_command(
     **options: Any,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
+    from kprof.commands.analyse import attribute, stored_run
     from kprof.engine.options import RunRequest
-    from kprof.store.layout import is_run_folder
 
     _output_kind(output, HTML_TOO)  # before a workload is run for it
-    root = Path(subject)
-    if not is_run_folder(root):
-        if root.is_dir() or (root.suffix != ".py" and "/" in subject):
-            what = "is not a kprof run folder (no meta.json) nor a workload" if root.exists() else "no such run folder"
-            raise KprofInputError(subject, what)
+    root = stored_run(subject)
+    if root is None:
         threshold_pct = threshold if threshold is not None else defaults.THRESHOLD_PCT
         request = RunRequest(
             workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
@@ -513,7 +510,6 @@ def attribute_command(
         root = folder.root
     else:
         ran = None  # attributing a stored folder reads it; its report names what it lacks
-    from kprof.commands.analyse import attribute
     from kprof.report.attribution_report import attribution_document, render_html
 
     result = attribute(root, threshold)
