@@ -59,7 +59,10 @@ EXAMPLES = {
         "kprof trace report.sqlite --steps '^step (\\d+)$'",
         "kprof trace 'ranks/*.json.gz' --jobs 4 --save saved/",
     ],
-    "sql": ['kprof sql "SELECT name, sum(dur_ns) FROM kernel_events GROUP BY name ORDER BY 2 DESC" saved/'],
+    "sql": [
+        'kprof sql "SELECT name, sum(dur_ns) FROM kernel_events GROUP BY 1" saved/',
+        'kprof sql "SELECT leg, count(*) FROM samples GROUP BY leg" runs/base',
+    ],
     "kernels": ["kprof kernels", "kprof kernels --format json"],
     "run": [
         "kprof run paged_decode --device cpu --case b2 --rounds 6 --samples 1",
@@ -75,7 +78,8 @@ EXAMPLES = {
     "compare": [
         "kprof compare runs/base runs/head",
         "kprof compare base.pt.trace.json.gz head.pt.trace.json.gz --format md",
-        "kprof compare runs/base runs/head --control plain --fail-on 'credibly-slower>2%'",
+        "kprof compare runs/base runs/head --control plain",
+        "kprof compare runs/base runs/head --fail-on 'credibly-slower>2%'",
     ],
     "report": [
         "kprof report docs/runs/h200-2026-12-02-s17/mla_end_1",

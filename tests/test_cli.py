@@ -278,6 +278,15 @@ def test_every_help_page_ends_with_examples_that_use_its_own_options() -> None:
             assert used <= known, (line, used - known)
 
 
+def test_every_help_page_fits_80_columns() -> None:
+    """`kprof -h` and each command's help at COLUMNS=80: no line wider (examples included)."""
+    import typer
+
+    for name in ["", *typer.main.get_command(app).commands]:
+        page = runner.invoke(app, [name, "-h"] if name else ["-h"], env={"COLUMNS": "80"}).stdout
+        assert page and max(len(line) for line in page.splitlines()) <= 80, (name, max(page.splitlines(), key=len))
+
+
 def test_usage_errors_speak_in_kprofs_one_error_style() -> None:
     """An unknown command or option, a missing argument and a bad value read like every other bad
     input: one line, ``kprof: error: …``, exit 2, with where to find help (click printed a usage
