@@ -1,7 +1,10 @@
 """Start-up: wall time of kprof commands that should answer at once, each in a fresh process as a
 user runs it (interpreter start and imports included).
 
-    python benchmarks/startup.py [--repeats 5]
+    python benchmarks/startup.py [--repeats 5] [--pipeline]
+
+``--pipeline`` adds the README's whole pipeline on a CPU (a run of paged_decode under Triton's
+interpreter, minutes; the README states how long it takes, and this is where that figure comes from).
 
 Prints a markdown table: the median and the slowest of the repeats per command. "report, first on
 this machine" runs with an empty cache folder (KPROF_CACHE): the report then draws the seeded
@@ -33,6 +36,12 @@ COMMANDS = [
     ("kprof kernels", ["kernels"], None, 0),
     ("the README's main job (kprof trace)", ["trace", "traces/gqa_graph_decode.pt.trace.json.gz"], None, 0),
 ]
+PIPELINE = (
+    "the README's CPU pipeline (run paged_decode --device cpu --case b2 --rounds 6 --samples 1)",
+    ["run", "paged_decode", "--device", "cpu", "--case", "b2", "--rounds", "6", "--samples", "1", "--out", "OUT"],
+    None,
+    0,
+)
 
 
 def wall(args: list[str], env: dict[str, str], expected: int) -> float:
@@ -49,16 +58,19 @@ def wall(args: list[str], env: dict[str, str], expected: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    repeats = parser.parse_args().repeats
+    parser.add_argument("--pipeline", action="store_true", help="also the README's whole CPU pipeline (minutes)")
+    given = parser.parse_args()
+    repeats = given.repeats
     warm_cache = tempfile.mkdtemp(prefix="kprof-startup-")
     base = dict(os.environ, KPROF_CACHE=warm_cache)
     wall(COMMANDS[3][1], base, 0)  # fills the warm cache (and the OS file cache)
     print("| command | median s | slowest s |\n|---|---:|---:|")
-    for label, args, cache, expected in COMMANDS:
+    for label, args, cache, expected in [*COMMANDS, *([PIPELINE] if given.pipeline else [])]:
         times = []
         for _ in range(repeats):
             env = dict(base, KPROF_CACHE=tempfile.mkdtemp(prefix="kprof-empty-")) if cache == "empty" else base
-            times.append(wall(args, env, expected))
+            out = tempfile.mkdtemp(prefix="kprof-run-")  # a run's folder: a fresh one each time
+            times.append(wall([out + "/run" if a == "OUT" else a for a in args], env, expected))
         print(f"| {label} | {statistics.median(times):.2f} | {max(times):.2f} |")
 
 

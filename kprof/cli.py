@@ -26,8 +26,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from kprof import __version__, defaults
-from kprof.cli_help import KprofCommand, OneErrorStyle, examples
+from kprof import __version__, completion, defaults
+from kprof.cli_help import KprofCommand, OneErrorStyle, examples, given_on_command_line
 from kprof.errors import KprofInputError, checked_regex
 from kprof.report.console import output_console
 from kprof.run_options import ATTRIBUTE, CALIBRATE, RUN, request_fields, with_options
@@ -87,8 +87,9 @@ OutputOption = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Also write the result to this file, in the format its suffix names (.md, .json, .csv); the "
-        "terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
+        help="Write the result to this file, in the format its suffix names (.md, .json, .csv), and say so in "
+        "one line; the terminal shows the result too only when --format is given. A file inside a run or "
+        "saved-trace folder is refused.",
     ),
 ]
 QuietOption = Annotated[
@@ -117,11 +118,14 @@ HTML_TOO = {**SUFFIX_FORMATS, ".html": "html"}  # attribute also writes its page
 
 
 def _write(doc: Any, fmt: Any, output: Path | None = None) -> None:
-    """The document to stdout in ``fmt``; with ``output``, also to that file in its suffix's format."""
+    """The document to stdout in ``fmt``; with ``output``, to that file in its suffix's format and
+    to stdout only when ``--format`` was given too."""
     from kprof.report.table import render
 
     if output is not None:
         _write_output(output, lambda kind: render(doc, kind))
+        if not _format_given():
+            return
     text = render(doc, fmt.value, output_console())
     if fmt.value == "csv" and not text:
         raise KprofInputError("--format", "csv: this result has no table of rows (use md or json)")
@@ -149,7 +153,7 @@ def _output_kind(output: Path | None, formats: dict[str, str] = SUFFIX_FORMATS) 
 
 
 def _write_output(output: Path, rendered: Callable[[str], str], formats: dict[str, str] = SUFFIX_FORMATS) -> None:
-    """``rendered(format)`` into ``output``, atomically."""
+    """``rendered(format)`` into ``output``, atomically, and one line on stderr saying so."""
     from kprof.store.atomic import write_text
 
     kind = _output_kind(output, formats)
@@ -157,6 +161,12 @@ def _write_output(output: Path, rendered: Callable[[str], str], formats: dict[st
     if not text:
         raise KprofInputError("--output", f"{output}: this result has no table to write as {kind}")
     write_text(text, output)
+    typer.echo(f"wrote {output} ({kind}, {len(text.encode()):,} bytes)", err=True)
+
+
+def _format_given() -> bool:
+    """Whether ``--format`` was on the command line (with ``-o``, the terminal then shows it too)."""
+    return given_on_command_line("fmt")
 
 
 class ReadProgress:
@@ -387,7 +397,8 @@ def run(
     workload: Annotated[
         str | None,
         typer.Argument(
-            help="Bundled workload name or path to a .py file defining WORKLOAD (omit for a whole program after --)."
+            help="Bundled workload name or path to a .py file defining WORKLOAD (omit for a whole program after --).",
+            autocompletion=completion.workloads,
         ),
     ] = None,
     *,
@@ -446,7 +457,9 @@ def _bisect(request: Any, out: Path | None, fmt: Any, output: Path | None, quiet
 @one_line_errors
 @with_options(CALIBRATE, aa_copies=3)
 def calibrate(
-    workload: Annotated[str, typer.Argument(help="Bundled workload name or path to a .py file.")] = "paged_decode",
+    workload: Annotated[
+        str, typer.Argument(help="Bundled workload name or path to a .py file.", autocompletion=completion.workloads)
+    ] = "paged_decode",
     *,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
@@ -472,7 +485,11 @@ def calibrate(
 def attribute_command(
     subject: Annotated[
         str,
-        typer.Argument(metavar="TARGET", help="A run folder, or a workload to run first (bundled name or .py)."),
+        typer.Argument(
+            metavar="TARGET",
+            help="A run folder, or a workload to run first (bundled name or .py).",
+            autocompletion=completion.workloads,
+        ),
     ],
     *,
     threshold: Annotated[
@@ -487,8 +504,9 @@ def attribute_command(
         typer.Option(
             "--output",
             "-o",
-            help="Also write the result to this file, in the format its suffix names (.md, .json, .csv, .html); "
-            "the terminal shows what --format says. A file inside a run or saved-trace folder is refused.",
+            help="Write the result to this file, in the format its suffix names (.md, .json, .csv, .html), and "
+            "say so in one line; the terminal shows the result too only when --format is given. A file inside "
+            "a run or saved-trace folder is refused.",
         ),
     ] = None,
     quiet: QuietOption = False,
@@ -518,6 +536,8 @@ def attribute_command(
         from kprof.report.table import render
 
         _write_output(output, lambda kind: render_html(result) if kind == "html" else render(doc, kind), HTML_TOO)
+        if not _format_given():
+            return _fail_if_incomplete(ran)
     if fmt.value == "html":
         sys.stdout.write(render_html(result))
     else:

@@ -6,6 +6,7 @@ page, and usage errors in kprof's one style."""
 from __future__ import annotations
 
 import sys
+from contextvars import ContextVar
 from typing import Any
 
 import typer
@@ -139,8 +140,19 @@ METAVARS = {
 ARGUMENTS = {"files": "FILE"}  # an argument's metavar where its name in capitals does not read right
 
 
+INVOKED: ContextVar[Any] = ContextVar("INVOKED", default=None)  # the click context of the command running
+
+
 class KprofCommand(TyperCommand):
-    """A command whose help reads as a person writes it (METAVARS; an argument by its metavar)."""
+    """A command whose help reads as a person writes it (METAVARS; an argument by its metavar), and
+    whose context the command can ask for (typer runs the callback outside click's context stack)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        token = INVOKED.set(ctx)
+        try:
+            return super().invoke(ctx)
+        finally:
+            INVOKED.reset(token)
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
@@ -175,3 +187,11 @@ class KprofCommand(TyperCommand):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+def given_on_command_line(name: str) -> bool:
+    """Whether the running command's parameter ``name`` was typed (not its default). By the
+    source's name: typer carries its own copy of click, whose enum is not click's."""
+    ctx = INVOKED.get()
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source.name != "DEFAULT"

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kprof import defaults
+from kprof import completion, defaults
 from kprof.collectors.in_run import IN_RUN
 from kprof.errors import KprofInputError
 
@@ -34,14 +34,19 @@ class Option:
 
 
 OPTIONS: dict[str, Option] = {
-    "preset": Option(str | None, None, typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).")),
-    "case_filter": Option(str | None, None, typer.Option("--case", help=CASE_HELP)),
+    "preset": Option(
+        str | None,
+        None,
+        typer.Option(help="Case preset (default: smoke on CPU, pr on a GPU).", autocompletion=completion.presets),
+    ),
+    "case_filter": Option(str | None, None, typer.Option("--case", help=CASE_HELP, autocompletion=completion.cases)),
     "design": Option(
         str | None,
         None,
         typer.Option(
             help="endpoints, add-one, leave-one-out, factorial or all (the default for a workload's features); "
-            "with --revisions also sequence (the default: each commit against its parent) and bisect."
+            "with --revisions also sequence (the default: each commit against its parent) and bisect.",
+            autocompletion=completion.designs,
         ),
     ),
     "target": Option(list[str] | None, None, typer.Option(help="Features of the target leg (default: all).")),

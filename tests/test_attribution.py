@@ -109,6 +109,20 @@ def test_cli_on_a_stored_h200_run(tmp_path: Path) -> None:
     assert html.startswith("<!doctype html>") and html.count("data:image/png;base64,") >= 8
 
 
+def test_a_revision_runs_page_and_markdown_carry_its_commits_paths_and_refusals(tmp_path: Path) -> None:
+    """The HTML page and the markdown of a revision run hold what its terminal report holds: the
+    commit table with subjects, the --paths line, and each leg refused with why."""
+    run = ROOT / "docs" / "runs" / "h200-2026-12-02-s16" / "fla_loo"
+    runner = CliRunner()
+    page = tmp_path / "loo.html"
+    assert runner.invoke(app, ["attribute", str(run), "-o", str(page)], catch_exceptions=False).exit_code == 0
+    md = runner.invoke(app, ["attribute", str(run), "--format", "md"], catch_exceptions=False).stdout
+    for text in (page.read_text(), md):
+        assert "[Misc] Reduce recompile (#764)" in text  # a commit's subject, not a bare SHA
+        assert "--paths fla/ops/gated_delta_rule: 10 commits of the range touch them" in text
+        assert "head − 047b5df not timed: refused: reverting 047b5df does not apply" in text
+
+
 def test_sweep_table_on_the_stored_split_sweep() -> None:
     from kprof.commands.analyse import attribute
 

@@ -192,10 +192,10 @@ def test_short_help_and_shell_completion() -> None:
     assert "--install-completion" in runner.invoke(app, ["-h"]).stdout
 
 
-def test_output_writes_a_file_in_its_suffixs_format_beside_the_terminal_table(tmp_path: Path) -> None:
-    """-o/--output: the file in the format its suffix names, the terminal output as --format says;
-    the file holds exactly what --format of that kind prints (csv included, on every command that
-    prints a table)."""
+def test_output_writes_a_file_in_its_suffixs_format_and_says_so_in_one_line(tmp_path: Path) -> None:
+    """-o/--output: the file in the format its suffix names and one line saying where; the terminal
+    shows the result too only when --format is given. The file holds exactly what --format of that
+    kind prints (csv included, on every command that prints a table)."""
     stored = str(ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr")
     bisect = str(ROOT / "docs" / "runs" / "h200-2026-12-02-s16" / "fla_bisect")
     for args in (["trace", str(EAGER)], ["report", stored], ["report", bisect], ["attribute", stored], ["kernels"]):
@@ -203,12 +203,14 @@ def test_output_writes_a_file_in_its_suffixs_format_beside_the_terminal_table(tm
             out = tmp_path / f"{args[0]}{suffix}"
             res = runner.invoke(app, [*args, "-o", str(out)])
             assert res.exit_code == 0, res.output
+            assert res.stdout == "" and res.stderr.startswith(f"wrote {out} (") and res.stderr.count("\n") == 1
             kind = suffix.removeprefix(".")
             alone = runner.invoke(app, [*args, "--format", kind])
             assert alone.exit_code == 0 and out.read_text() == alone.stdout, (args, suffix)
             if kind == "csv":
                 assert out.read_text().startswith(("case,", "workload,", "rank,", "step,")), out.read_text()[:80]
-        assert "┃" in res.stdout  # the terminal still shows the table
+        both = runner.invoke(app, [*args, "-o", str(tmp_path / "both.md"), "--format", "table"])
+        assert both.exit_code == 0 and "┃" in both.stdout  # --format given: the terminal shows it too
 
 
 def test_csv_of_a_result_without_rows_is_one_line() -> None:

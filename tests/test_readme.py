@@ -61,9 +61,11 @@ def test_the_readme_example_runs_as_pasted(line: str, tmp_path: Path, monkeypatc
     args = shlex.split(line, comments=True)[1:]
     res = CliRunner().invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    assert len(res.stdout.splitlines()) >= 5, res.stdout
-    if "-o" in args:
+    if "-o" in args:  # the result in the file, one line on the terminal saying so
         written = tmp_path / args[args.index("-o") + 1]
         assert json.loads(written.read_text())
+        assert res.stdout == "" and res.stderr.startswith(f"wrote {written.name} (")
+    else:
+        assert len(res.stdout.splitlines()) >= 5, res.stdout
     if "--save" in args:
         assert any((tmp_path / args[args.index("--save") + 1]).rglob("*.parquet"))

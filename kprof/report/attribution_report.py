@@ -237,6 +237,9 @@ def render_html(result: Attribution) -> str:
         f"<h1>{html.escape(run.subject.name)}: per-lever attribution</h1>",
         f"<p>{html.escape(run.timer_label)}; {html.escape(CONVENTION)}.</p>",
     ]
+    if (commits := commits_table(run)) is not None:  # a revision run: its commits and what --paths kept
+        parts += [f"<h2>{html.escape(commits.title)}</h2>", html_table(commits)]
+    parts += [f"<p>{html.escape(line)}</p>" for line in revision_lines(run)]
     for t in sequence_tables(table, run) + grid_tables(table, run):
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(html_table(t))
@@ -250,10 +253,11 @@ def render_html(result: Attribution) -> str:
             parts.append(html_table(t))
             parts.append(_sweep_plot(plt, case, rows))
     parts += [f"<p>{html.escape(aa_line(s))}</p>" for s in summaries.values()]
+    said = [*status_lines(result.run), *((w, "warning") for w in result.run.warnings)]  # refusals, failures
+    parts += [f"<p class='{style}'>{html.escape(line)}</p>" for line, style in said]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>kprof attribution</title>"
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
+        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}.error{color:#b00}.warning{color:#a60}"
+        "</style></head><body>" + "\n".join(parts) + "</body></html>\n"
     )
