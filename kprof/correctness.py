@@ -7,11 +7,13 @@ leg with several features is held to the loosest rule among them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
 
+from kprof.store.run_tables import NO_OUTPUTS
 from kprof.workload import Feature, exactness_text
 
 _INT_VIEW = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -109,7 +111,7 @@ class CheckResult:
     rule: str
     passed: bool
     vs_baseline: float  # ulp for bitwise/ulp rules, relative error for tolerance
-    vs_reference: float  # relative error against float64
+    vs_reference: float  # relative error against float64 (NaN: no reference to check against)
     reference_ok: bool
     detail: str = ""
 
@@ -121,8 +123,10 @@ def compare(
     rule: Rule,
     reference_rtol: float,
 ) -> CheckResult:
+    if not outputs:  # a benchmark that returns nothing: nothing to check, said as such
+        return CheckResult(NO_OUTPUTS, True, math.nan, math.nan, True)
     worst_base = 0.0
-    worst_ref = 0.0
+    worst_ref = math.nan  # stays NaN when no output has a reference
     ok = True
     detail = []
     ref_name = ""  # the first output off the float64 reference
@@ -142,13 +146,13 @@ def compare(
         worst_base = max(worst_base, err)
         if reference is not None and name in reference:
             ref_err = relative_error(out, reference[name])
-            worst_ref = max(worst_ref, ref_err)
+            worst_ref = ref_err if math.isnan(worst_ref) else max(worst_ref, ref_err)
             ref_name = ref_name or (name if ref_err > reference_rtol else "")
         if not ok and not detail:
             atol = rule.rtol * float(base.double().abs().max()) if rule.kind == "tolerance" and base.numel() else 0.0
             worst = f", {err:g} ulp at most" if rule.kind == "ulp" else ""
             detail.append(f"{mismatch_text(name, out, base, atol, 'the baseline')} ({rule.describe()}{worst})")
-    ref_ok = worst_ref <= reference_rtol
+    ref_ok = math.isnan(worst_ref) or worst_ref <= reference_rtol
     if not ref_ok:
         ref = reference[ref_name] if reference is not None and ref_name else None
         where = ""

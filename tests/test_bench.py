@@ -37,6 +37,8 @@ def test_the_docs_benchmark_runs_as_a_workload_and_under_gpus(tmp_path: Path) ->
     legs = {row["leg"] for row in report["legs"]}
     assert {"baseline", "baseline (A/A)"} <= legs and len(legs) >= 3  # its lever and the A/A copy
     assert "plain Python and PyTorch, no Triton kernel" in report["timer"]  # what was timed, said
+    assert report["output_check"].startswith("outputs checked before timing: each leg against the baseline's")
+    assert "no float64 reference given" in report["output_check"]  # which check ran, and which did not
     sharded = _run("run", str(bench), "--preset", "pr", "--gpus", "2", "--out", str(tmp_path / "sharded"))
     assert len({row["case"] for row in sharded["legs"]}) == 2  # both cases, on two CPU workers
 
@@ -75,3 +77,21 @@ def test_any_python_value_is_an_output_compared_for_equality(tmp_path: Path) -> 
     refused = {m["leg"]: m["reason"] for m in report["missing"] if m["refused"]}
     assert "wrong" in refused and "out" in refused["wrong"]  # a different value fails the check
     assert any(row["leg"] == "baseline (A/A)" for row in report["legs"])  # the same value passes it
+
+
+def test_the_report_says_which_output_check_ran(tmp_path: Path) -> None:
+    """With a float64 reference, without one, and with a call that returns nothing."""
+    head = (
+        "import torch\nfrom kprof.bench import Bench\n\ndef setup(n, device, dtype):\n    return torch.ones(n)\n\n"
+        "def cos(x):\n    return torch.cos(x)\n\ndef cos64(x):\n    return torch.cos(x.double())\n\n"
+    )
+    said = {}
+    for name, tail in (
+        ("reference", 'WORKLOAD = Bench("r", setup, cos, cases={"n": {"n": 64}}, reference=cos64)\n'),
+        ("nothing", 'def nothing(x):\n    x.sum()\n\nWORKLOAD = Bench("z", setup, nothing, cases={"n": {"n": 64}})\n'),
+    ):  # fmt: skip
+        bench = tmp_path / f"{name}.py"
+        bench.write_text(head + tail)
+        said[name] = _run("run", str(bench), "--out", str(tmp_path / name))["output_check"]
+    assert said["reference"].endswith("the outputs against a float64 reference too"), said
+    assert said["nothing"].startswith("outputs: none checked, the call returns nothing"), said

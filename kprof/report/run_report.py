@@ -19,6 +19,7 @@ from kprof.report.refusals import refusal_lines
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
 from kprof.report.text import cut_words
 from kprof.run_model import CaseStatus, Role, Run
+from kprof.store.run_tables import NO_OUTPUTS
 
 EFFECT_CONVENTION = (
     "effect = 100·(t_baseline/t_leg − 1), positive = faster; Hodges–Lehmann estimate with exact 95% interval "
@@ -355,6 +356,8 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
         )
     for t in sequence_tables(report.sequence, run):
         doc.table(t)
+    if checked := output_check_line(report.checks, run):
+        doc.text(checked)
     for line, style in status_lines(report):
         doc.text(line, style)
     for warning in report.warnings:
@@ -369,6 +372,29 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
     doc.data = to_json(report)
     doc.records = report.effects
     return doc
+
+
+def output_check_line(checks: pd.DataFrame, run: Run) -> str:
+    """Which check of the outputs ran before timing: against the baseline (by which rule), against
+    a float64 reference, or none (a call that returns nothing). Empty for whole programs, whose
+    outputs kprof does not see."""
+    if run.is_program:
+        return ""
+    gate = checks[checks["round"] < 0] if len(checks) and "round" in checks else checks.iloc[0:0]
+    if gate.empty:
+        return "outputs: no check is stored for this run"
+    rules = [r for r in dict.fromkeys(gate["rule"].astype(str)) if r != NO_OUTPUTS]
+    if not rules:
+        return (
+            "outputs: none checked, the call returns nothing (return a result to check each leg against the baseline)"
+        )
+    with_reference = bool(gate["vs_reference"].notna().any()) if "vs_reference" in gate else False
+    against = (
+        "the outputs against a float64 reference too"
+        if with_reference
+        else "no float64 reference given, so the baseline's own outputs are not checked"
+    )
+    return f"outputs checked before timing: each leg against the baseline's ({', '.join(rules)}); {against}"
 
 
 def aa_records(summaries: dict[str, CaseSummary]) -> list[dict[str, Any]]:
@@ -408,6 +434,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "sequence": records(report.sequence),
         "case_status": report.statuses.records(),
         "missing": [asdict(m) for m in report.missing],
+        "output_check": output_check_line(report.checks, run),
         "warnings": [*(text for text, style in status_lines(report) if style == "warning"), *report.warnings],
         **revision_json(run),
     }

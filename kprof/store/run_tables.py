@@ -9,8 +9,9 @@
   ``process``: which of the case's worker processes timed it (``--processes``; each process's
   first round is a burn-in).
 * ``checks/`` — correctness results: ``round`` −1 before timing, else the race check after that
-  round; ``vs_baseline`` in ulp (bitwise/ulp rules) or relative error (tolerance rule);
-  ``vs_reference`` the relative error against float64.
+  round; ``rule`` the check against the baseline (``no outputs`` where the call returns none);
+  ``vs_baseline`` in ulp (bitwise/ulp rules) or relative error (tolerance rule); ``vs_reference``
+  the relative error against float64 (null where no reference was given or checked).
 * ``compile/`` — Triton metadata per leg and kernel (``programs_per_sm`` by the CUDA occupancy
   rules; null on ROCm and under the interpreter).
 * ``launches/`` — every Triton launch a leg's call makes: kernel, grid and the scalar and
@@ -25,6 +26,8 @@ import pandas as pd
 import pyarrow as pa
 
 from kprof.errors import KprofInputError
+
+NO_OUTPUTS = "no outputs"  # a checks row's rule when the leg's call returns nothing to check
 
 _STR, _I64, _F64, _BOOL = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
