@@ -44,3 +44,13 @@ def test_piped_output_folds_nothing(name: str, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     body = [line for line in res.stdout.splitlines() if line.startswith("│")]
     assert body and all(line.split("│")[1].strip() != "" for line in body)  # no continuation lines
+
+
+def test_columns_left_out_of_a_narrow_terminal_are_named() -> None:
+    """A terminal narrower than a table's optional columns gets the table without them and one
+    line naming them; piped (no COLUMNS), every column is there and nothing is said."""
+    narrow = runner.invoke(app, COMMANDS["trace"], env={"COLUMNS": "80"})
+    said = [line for line in narrow.stdout.splitlines() if "not shown at 80 columns:" in line]
+    assert said and "min" in said[0] and said[0].endswith("(in --format csv, json)")
+    piped = runner.invoke(app, COMMANDS["trace"], env={"COLUMNS": None})
+    assert "not shown" not in piped.stdout and "│ kind" not in narrow.stdout

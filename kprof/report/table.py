@@ -161,6 +161,9 @@ def render_rich(doc: Document, console: Console) -> None:
         for part, columns in enumerate(_column_groups(block, shown, console.width)):
             title = block.title if part == 0 else f"{block.title} (continued)"
             console.print(_rich_table(block, columns, title, _fitted_widths(block, columns, console.width)))
+        if dropped := [c.header for i, c in enumerate(block.columns) if i not in shown]:
+            said = f"not shown at {console.width} columns: {', '.join(dropped)} (in --format csv, json)"
+            console.print("  " + escape(said))
         for note in block.notes:
             console.print("  " + escape(note))
 
