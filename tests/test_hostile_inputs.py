@@ -364,9 +364,12 @@ def test_a_rocprofv3_json_of_mostly_whitespace_is_refused_before_it_is_held(
 
 def test_profiles_kprof_does_not_read_are_named(tmp_path: Path) -> None:
     """rocprof v1's results.db read as 'a SQLite database of no trace format'; a JAX profile was
-    refused with a list of other formats."""
+    refused with a list of other formats (now read: one without device activity says so, and one
+    where no XProf reader is installed says what to install)."""
     import gzip
     import sqlite3
+
+    from xspace_proto import Event, Line, plane, xspace
 
     db = tmp_path / "results.db"
     with sqlite3.connect(db) as con:
@@ -374,8 +377,8 @@ def test_profiles_kprof_does_not_read_are_named(tmp_path: Path) -> None:
             con.execute(f'CREATE TABLE "{table}" (BeginNs INTEGER, EndNs INTEGER, Name TEXT)')
     _one_line(["trace", str(db)], "rocprof v1's SQLite database (results.db)")
     xplane = tmp_path / "host.xplane.pb"
-    xplane.write_bytes(b"\n\x08/host:CPU\x12\x00")  # the head of a protobuf XSpace: a plane named /host:CPU
-    _one_line(["trace", str(xplane)], "is a JAX/XLA profile (an XSpace protobuf")
+    xplane.write_bytes(xspace([plane(1, "/host:CPU", [Line("python", [Event("step", 0, 10)])])]))  # host only
+    _one_line(["trace", str(xplane)], "is a JAX/XLA profile")
     packed = tmp_path / "host.xplane.pb.gz"
     packed.write_bytes(gzip.compress(xplane.read_bytes()))
     _one_line(["trace", str(packed)], "is a JAX/XLA profile")

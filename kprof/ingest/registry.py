@@ -21,7 +21,6 @@ from kprof.limits import seconds
 from kprof.trace import Trace
 
 ROCPROF_V1_TABLES = frozenset({"KERN", "OPS", "HIP", "HSA", "COPY", "rocTX"})  # rocprof v1's tblextr.py writes these
-XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 SQLITE_SECONDS = "KPROF_SQLITE_SECONDS"  # how long reading one database may take (default 600 s)
 SQLITE_STOPPED = "interrupted"  # sqlite3's word for a query its progress handler stopped
 
@@ -150,10 +149,4 @@ def probe(path: Path) -> Iterator[tuple[TraceFormat, Probe]]:
         if p.is_sqlite:
             readers = ", ".join(f.description for f in formats() if f.sqlite)
             raise KprofInputError(path, f"SQLite database of no trace format kprof reads (it reads: {readers})")
-        if path.name.endswith(XSPACE_SUFFIXES):
-            raise KprofInputError(
-                path,
-                "is a JAX/XLA profile (an XSpace protobuf, as jax.profiler and XProf write), which kprof does "
-                "not read yet; it reads Kineto (torch.profiler), Nsight Systems and ROCm profiler traces",
-            )
         raise KprofInputError(path, f"not a trace kprof can read (expected {described()})")
