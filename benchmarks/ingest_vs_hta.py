@@ -12,6 +12,11 @@ HTA lives in its own environment (it pulls in jupyterlab and ~90 packages):
     python -m venv /tmp/hta && /tmp/hta/bin/pip install -r benchmarks/requirements-hta.txt
     python benchmarks/make_large_trace.py traces/llama_eager_decode.pt.trace.json.gz /tmp/t120.json --mb 120
     python benchmarks/ingest_vs_hta.py /tmp/t120.json --hta-python /tmp/hta/bin/python
+
+``--whole-process N`` times instead what a user waits for: N pairs of whole processes, interleaved
+(kprof, HTA, kprof, HTA, …, so that a machine's drift falls on both alike), each from interpreter
+start to exit — ``python -m kprof trace FILE --format json`` against HTA's parse and kernel
+breakdown — and prints the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPORT = """
@@ -64,6 +70,36 @@ def measure(python: str, work: str) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+HTA_WHOLE = """
+from hta.trace_analysis import TraceAnalysis
+TraceAnalysis(trace_dir={trace_dir!r}).get_gpu_kernel_breakdown(visualize=False)
+"""
+
+
+def wall(cmd: list[str]) -> float:
+    """Seconds one whole process takes, start to exit (its output discarded)."""
+    start = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd[:3]}…: exit {done.returncode}:\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def whole_process(trace: Path, hta_python: str, pairs: int) -> dict[str, float]:
+    """Medians of ``pairs`` interleaved whole-process timings of kprof and HTA on ``trace``."""
+    kprof_cmd = [sys.executable, "-m", "kprof", "trace", str(trace), "--format", "json"]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / trace.name).symlink_to(trace.resolve())
+        hta_cmd = [hta_python, "-c", HTA_WHOLE.format(trace_dir=d)]
+        kprof_s, hta_s = [], []
+        for _ in range(pairs):
+            kprof_s.append(wall(kprof_cmd))
+            hta_s.append(wall(hta_cmd))
+    k, h = statistics.median(kprof_s), statistics.median(hta_s)
+    return {"kprof_s": k, "kprof_max_s": max(kprof_s), "hta_s": h, "hta_max_s": max(hta_s), "ratio": h / k}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+", type=Path)
@@ -71,7 +107,21 @@ def main() -> None:
     ap.add_argument("--kprof-runs", type=int, default=3)
     ap.add_argument("--hta-runs", type=int, default=1)
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--whole-process", type=int, metavar="PAIRS", help="interleaved whole-process pairs instead")
     args = ap.parse_args()
+    if args.whole_process:
+        if not args.hta_python:
+            ap.error("--whole-process needs --hta-python")
+        print("| trace | MB | kprof s (median, slowest) | HTA s (median, slowest) | HTA / kprof |")
+        print("|---|---:|---:|---:|---:|")
+        for trace in args.traces:
+            r = whole_process(trace, args.hta_python, args.whole_process)
+            print(
+                f"| {trace.name} | {trace.stat().st_size / 1e6:.1f} | {r['kprof_s']:.2f} ({r['kprof_max_s']:.2f}) | "
+                f"{r['hta_s']:.2f} ({r['hta_max_s']:.2f}) | {r['ratio']:.1f}× |",
+                flush=True,
+            )
+        return
 
     rows = []
     for trace in args.traces:
