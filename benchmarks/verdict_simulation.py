@@ -20,6 +20,7 @@ from kprof.analysis.simulation import (
     scenario_aa_bias,
     scenario_coverage,
     scenario_gate,
+    scenario_gate_runs,
     scenario_lone,
     scenario_mde,
     scenario_rerun,
@@ -110,6 +111,20 @@ def main() -> None:
             for ctl in (None, "ctl")
             for reg in (0.0, 2.0)
             for p in (2, 4)
+        },
+        # compare's gate between folders of R fresh runs a side (issue 54): B's machine 0.5% slower,
+        # each leg shifted by each of its 2 worker processes (SD 0.3%) and by its run (SD 0.3%),
+        # both drawn anew per run; one leg 2% slower or none; n // 4 pairs of sides
+        **{
+            f"gate_runs_{name}_R{r}_reg{reg:g}{'_control' if ctl else ''}": (
+                lambda noise=noise, r=r, reg=reg, ctl=ctl: scenario_gate_runs(
+                    reg, r, noise, 16, n // 4, rng, control=ctl
+                )
+            )
+            for name, noise in (("quiet", QUIET), ("noisy", NOISY))
+            for r in (2, 3, 4, 5)
+            for ctl in (None, "ctl")
+            for reg in (0.0, 2.0)
         },
     }
     out = {name: run() for name, run in scenarios.items() if name.startswith(a.only)}

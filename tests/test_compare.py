@@ -229,3 +229,55 @@ def test_an_unbounded_interval_is_undecided_for_every_rule() -> None:
         assert not gate.breaks(row) and gate.undecided(row), rule
     assert not parse_gate("credibly-faster>2%").undecided(row)  # the estimate is not beyond +2%
     assert parse_gate("point-slower>2%").breaks(row)
+
+
+def _fresh_runs(root: Path, runs: int, slower_x: float, seed: int) -> Path:
+    """``runs`` run folders under ``root``, each leg of each run shifted by what that run adds
+    (SD 0.5%, drawn anew per run): the between-run spread a single run cannot see."""
+    from fake_runs import write_run
+
+    from kprof.run_model import Leg, Role
+
+    legs = [
+        Leg("baseline", frozenset(), (), frozenset({Role.BASELINE})),
+        Leg("x", frozenset({"x"}), ()),
+        Leg("y", frozenset({"y"}), ()),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(runs):
+        offset = {leg.name: rng.normal(0, 0.005) for leg in legs}
+        write_run(
+            root / f"run{i}",
+            legs,
+            lambda leg, case, offset=offset: offset[leg.name] + (slower_x if leg.name == "x" else 0.0),
+            seed=seed * 100 + i,
+            noise=0.001,
+        )
+    return root
+
+
+def test_folders_of_fresh_runs_compare_run_against_run(tmp_path: Path) -> None:
+    """Each run one value (its mean over rounds), Welch's interval over the runs: the spread between
+    runs is in every interval, so a leg that only moves from run to run is not called SLOWER, while
+    one 4% slower in every run of B is; the gate judges it."""
+    a = _fresh_runs(tmp_path / "a", 4, 0.0, seed=1)
+    b = _fresh_runs(tmp_path / "b", 4, 0.04, seed=2)
+    out = _json(str(a), str(b))
+    assert out["replicates"] == "runs"
+    legs = {r["leg"]: r for r in out["legs"]}
+    assert legs["x"]["verdict"] == "SLOWER" and -5 < legs["x"]["effect_pct"] < -3 and legs["x"]["n_a"] == 4
+    assert legs["y"]["ci_low_pct"] < 0 < legs["y"]["ci_high_pct"]  # moved between runs only: holds 0
+    one_pair = {r["leg"]: r for r in _json(str(a / "run0"), str(b / "run0"))["legs"]}
+    width = lambda r: r["ci_high_pct"] - r["ci_low_pct"]  # noqa: E731
+    assert width(legs["y"]) > width(one_pair["y"])  # the run-to-run spread a single pair leaves out
+    gated = runner.invoke(app, ["compare", str(a), str(b), "--fail-on", "credibly-slower>1%"])
+    assert gated.exit_code == 1 and "x:" in gated.stderr
+
+
+def test_a_side_of_one_run_cannot_be_judged_between_runs(tmp_path: Path) -> None:
+    a = _fresh_runs(tmp_path / "a", 1, 0.0, seed=3)
+    b = _fresh_runs(tmp_path / "b", 3, 0.04, seed=4)
+    for side in (str(a), str(a / "run0")):  # a folder holding one run, or the run folder itself
+        res = runner.invoke(app, ["compare", side, str(b), "--fail-on", "credibly-slower>1%"])
+        assert res.exit_code == 3, res.output
+        assert "1 and 3 fresh run(s) a side: judging between runs needs at least 2 a side" in res.stderr

@@ -276,3 +276,20 @@ def test_timer_quantum_sees_the_tick_through_one_ns_rounding() -> None:
     assert timer_quantum(samples) == pytest.approx(32, abs=1.5)
     host = samples.assign(timer="host-clock")
     assert timer_quantum(host) is None
+
+
+def test_welch_matches_scipys_unequal_variance_t_test() -> None:
+    """kprof's Welch interval (scipy.special only, to keep scipy.stats out of start-up) against
+    scipy.stats.ttest_ind(equal_var=False): estimate, 95% interval and p."""
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    for na, nb in ((2, 2), (3, 5), (6, 4)):
+        la, lb = rng.normal(0, 0.004, na), rng.normal(0.003, 0.008, nb)
+        ours = S.welch(la, lb)
+        ref = stats.ttest_ind(lb, la, equal_var=False)
+        ci = ref.confidence_interval(0.95)
+        assert ours.estimate == pytest.approx(lb.mean() - la.mean())
+        assert (ours.low, ours.high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+        assert ours.p == pytest.approx(ref.pvalue)
+    assert S.welch([0.01], [0.02, 0.03]).low == -np.inf  # one run: no interval

@@ -26,6 +26,7 @@ UNEVEN = "NOT EVERY STEP"  # a kernel that skips some steady steps: time per ste
 MIN_STEADY_STEPS = 6
 # What the samples of a comparison are.
 REPLICATES = {
+    "runs": "fresh runs per side (each run's mean over its rounds; the spread between runs in every interval)",
     "rounds": "interleaved rounds of each run",
     "traces": "repeated traces per side",
     "steps": "steady steps of the one trace per side (within-process replicates)",
@@ -43,6 +44,7 @@ class Side:
     steps: list[pd.DataFrame] = field(default_factory=list)
     step_replicates: list[StepReplicates] = field(default_factory=list)  # one per trace
     run_rounds: pd.DataFrame | None = None
+    runs: list[pd.DataFrame] = field(default_factory=list)  # kind "runs": each fresh run's per-round times
 
 
 @dataclass
@@ -115,6 +117,39 @@ def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> li
     return [dict(row, case=shown[row["case"]]) for row in rows]
 
 
+MIN_RUNS = 2  # fresh runs a side needed to measure how runs differ (one run cannot)
+
+
+def _run_means(runs: list[pd.DataFrame], control: str | None) -> pd.DataFrame:
+    """One column per run, one row per (case, leg): the run's mean log time over its rounds (with a
+    control, of each round's ratio to the control leg's time in that round)."""
+    columns = []
+    for i, rounds in enumerate(runs):
+        if control is not None:
+            rounds = relative_to(rounds, control)
+        logs = rounds.assign(log_t=np.log(rounds["t_ns"].to_numpy(float)))
+        columns.append(logs.groupby(["case", "leg"], sort=False)["log_t"].mean().rename(i))
+    return pd.concat(columns, axis=1)
+
+
+def _compare_run_sets(a: Side, b: Side, threshold: float, control: str | None) -> list[dict[str, Any]]:
+    """Each (case, leg) as the shift of B's runs against A's, every run one value (Welch): what
+    differs between fresh runs — placement, process offsets, the machine — is in the interval."""
+    ma, mb = _run_means(a.runs, control), _run_means(b.runs, control)
+    rows = []
+    for key in ma.index.intersection(mb.index, sort=False):
+        la, lb = ma.loc[key].dropna().to_numpy(), mb.loc[key].dropna().to_numpy()
+        case, leg = key
+        scale = 1e3 if control is None or leg == control else 1.0  # µs, or a ratio to the control
+        row = dict(case=case, leg=leg, a=float(np.exp(la.mean())) / scale, b=float(np.exp(lb.mean())) / scale)
+        row.update(n_a=len(la), n_b=len(lb), **S.with_verdict(S.welch(la, lb), threshold).row())
+        if leg == control:
+            row["role"] = CONTROL
+        rows.append(row)
+    shown = kernel_case_labels(row["case"] for row in rows)
+    return [dict(row, case=shown[row["case"]]) for row in rows]
+
+
 def _compare_kernels(a: Side, b: Side, threshold: float, repeated: bool) -> list[dict[str, Any]]:
     per_kernel: dict[tuple[str, str, str], dict[str, Any]] = {}
     for side, tables in (("a", a.kernels), ("b", b.kernels)):
@@ -169,6 +204,8 @@ def _compare_steps(a: StepReplicates, b: StepReplicates, threshold: float) -> li
 
 
 def _replicates(a: Side, b: Side) -> str:
+    if a.kind == "runs":
+        return "runs"
     if a.kind == "run":
         return "rounds"
     if len(a.kernels) > 1 and len(b.kernels) > 1:
@@ -186,7 +223,9 @@ def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = 
     legs: list[dict[str, Any]] = []
     replicates = _replicates(a, b)
     metric = "GPU busy µs per step (steady steps)"
-    if replicates == "rounds":
+    if replicates == "runs":
+        legs = _compare_run_sets(a, b, threshold, control)
+    elif replicates == "rounds":
         legs = _compare_runs(a, b, threshold, control)
     elif replicates == "steps":
         ra, rb = a.step_replicates[0], b.step_replicates[0]
@@ -277,6 +316,12 @@ def judge(comparison: Comparison, gate: FailRule) -> RuleResult:
     row. One trace a side without enough steps gives no interval anywhere: only the point rule can
     judge it."""
     result = RuleResult([], [])
+    runs = (len(comparison.a.runs), len(comparison.b.runs))
+    if comparison.replicates == "runs" and min(runs) < MIN_RUNS and gate.mode != "point":
+        result.undecided.append(
+            f"{runs[0]} and {runs[1]} fresh run(s) a side: judging between runs needs at least {MIN_RUNS} a side "
+            "(run the benchmark again into the side's folder)"
+        )
     if not comparison.has_verdicts and gate.mode != "point":
         result.undecided.append(
             f"one sample per side ({REPLICATES['none']}): no interval to judge; give repeated traces or at least "

@@ -366,3 +366,51 @@ def scenario_gate(
         for t in out.values():
             t.pop("caught")
     return out
+
+
+def scenario_gate_runs(
+    regression_pct: float,
+    runs_per_side: int,
+    noise: Noise,
+    rounds: int,
+    pairs: int,
+    rng: np.random.Generator,
+    shift_pct: float = 0.5,
+    process_sigma: float = 0.003,
+    run_sigma: float = 0.003,
+    size_pct: float = 1.0,
+    control: str | None = None,
+    processes: int = 2,
+) -> dict:
+    """compare's gate between two folders of fresh runs (kprof.analysis.compare, replicates
+    ``runs``): every run of B on a machine ``shift_pct`` slower; every leg of every run shifted by
+    what each of its ``processes`` worker processes adds (SD ``process_sigma``) and by what the run
+    itself adds (SD ``run_sigma``, drawn anew per run and leg); in B, ``x`` is ``regression_pct``
+    slower. Per rule, the share of pairs of sides that fail (exit 1), that cannot decide (exit 3),
+    and, with a regression, that fail on ``x`` (detection)."""
+    nulls = {f"n{i}": 0.0 for i in range(3)} | {"ctl": 0.0}
+    rules = {rule: parse_gate(rule) for rule in (f"slower>{size_pct:g}%", f"credibly-slower>{size_pct:g}%")}
+    tally = {rule: {"fail": 0, "undecided": 0, "caught": 0} for rule in rules}
+
+    def one_run(effects: dict[str, float], shift: float) -> pd.DataFrame:
+        where = placed(effects, 0.0, rng, process_sigma, processes) or {}
+        where = {leg: list(np.asarray(v) + rng.normal(0, run_sigma)) for leg, v in where.items()}
+        samples = samples_for(effects, noise, rounds, rng, placement=where)
+        samples["time_ns"] *= 1 + shift / 100
+        return round_statistics(samples)
+
+    for _ in range(pairs):
+        a = Side("A", "runs", runs=[one_run(nulls | {"x": 0.0}, 0.0) for _ in range(runs_per_side)])
+        slower = nulls | {"x": -regression_pct / (1 + regression_pct / 100)}
+        b = Side("B", "runs", runs=[one_run(slower, shift_pct) for _ in range(runs_per_side)])
+        comparison = compare_sides(a, b, 0.5, control)
+        for rule, gate in rules.items():
+            result = judge(comparison, gate)
+            tally[rule]["fail"] += bool(result.broken)
+            tally[rule]["undecided"] += bool(not result.broken and result.undecided)
+            tally[rule]["caught"] += any(line.startswith("x:") for line in result.broken)
+    out = {rule: {k: v / pairs for k, v in t.items()} for rule, t in tally.items()}
+    if not regression_pct:
+        for t in out.values():
+            t.pop("caught")
+    return out

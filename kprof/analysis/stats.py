@@ -634,6 +634,25 @@ def trend_test(blocks: np.ndarray) -> float:
 # --- two independent samples (runs or traces of A vs B, no pairing) ---------------------------
 
 
+def welch(la: Sequence[float], lb: Sequence[float], alpha: float = ALPHA) -> Effect:
+    """Shift of the mean of ``lb`` against the mean of ``la`` (both already logs: one value per
+    fresh run), with Welch's t interval and p. Fewer than two values on a side give no interval
+    ((−inf, inf), p 1): one run says nothing about how runs differ."""
+    a, b = np.asarray(la, dtype=float), np.asarray(lb, dtype=float)
+    est = float(b.mean() - a.mean()) if len(a) and len(b) else math.nan
+    if len(a) < 2 or len(b) < 2:
+        return Effect(rounds=min(len(a), len(b)), estimate=est, low=-math.inf, high=math.inf, p=1.0, p_sign=math.nan)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:  # identical runs to the last digit: the shift is exact
+        p = 1.0 if est == 0.0 else 0.0
+        return Effect(rounds=min(len(a), len(b)), estimate=est, low=est, high=est, p=p, p_sign=math.nan)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(special.stdtrit(df, 1 - alpha / 2)) * se
+    p = float(2 * special.stdtr(df, -abs(est) / se))
+    return Effect(rounds=min(len(a), len(b)), estimate=est, low=est - half, high=est + half, p=p, p_sign=math.nan)
+
+
 def two_sample(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Effect:
     """Shift of ln b against ln a: Hodges–Lehmann (median of pairwise differences) with Lehmann's
     distribution-free interval and the Mann–Whitney p. The interval is (−inf, inf) when the samples

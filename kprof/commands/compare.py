@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from kprof import defaults
 from kprof.analysis.compare import Comparison, FailRule, RuleResult, Side, compare_sides, judge, parse_gate
 from kprof.analysis.run_effects import round_statistics
@@ -47,12 +49,23 @@ def _is_run(path: Path) -> bool:
     return is_run_folder(path) and _saved_events(path) is None
 
 
+def _run_rounds(path: Path) -> pd.DataFrame:
+    folder = RunFolder(path)
+    return round_statistics(reported_samples(folder, folder.read_run(), folder.read_statuses()))
+
+
+def _fresh_runs(path: Path) -> list[Path]:
+    """The run folders directly inside ``path`` (a side of several fresh runs), in name order."""
+    if not path.is_dir() or _is_run(path) or _saved_events(path) is not None:
+        return []
+    return sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
+
+
 def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
-        folder = RunFolder(path)
-        run = folder.read_run()
-        samples = reported_samples(folder, run, folder.read_statuses())
-        return Side(str(path), "run", run_rounds=round_statistics(samples))
+        return Side(str(path), "run", run_rounds=_run_rounds(path))
+    if runs := _fresh_runs(path):  # a folder of fresh runs of one benchmark: the run is the unit
+        return Side(str(path), "runs", runs=[_run_rounds(p) for p in runs])
     if not path.exists():
         raise KprofInputError(path, "no such file or folder")
     pattern = compile_step_pattern(steps)
@@ -84,8 +97,9 @@ def compare(
     control: str | None = None,
 ) -> Comparison:
     a, b = load_side(a_path, steps), load_side(b_path, steps)
+    a, b = (_as_runs(a), _as_runs(b)) if {a.kind, b.kind} == {"run", "runs"} else (a, b)
     if a.kind != b.kind:
-        what = {"run": "a run folder", "traces": "a trace (or a folder of traces)"}
+        what = {"run": "a run folder", "runs": "a folder of run folders", "traces": "a trace (or a folder of traces)"}
         raise KprofInputError(
             b_path, f"is {what.get(b.kind, b.kind)}, but {a_path} is {what.get(a.kind, a.kind)}: compare like with like"
         )
@@ -94,19 +108,26 @@ def compare(
     return compare_sides(a, b, threshold_pct, control)
 
 
+def _as_runs(side: Side) -> Side:
+    """A single run beside a folder of runs: a side of one run (which cannot be judged between
+    runs, and the gate says so)."""
+    return side if side.kind == "runs" else Side(side.label, "runs", runs=[side.run_rounds])
+
+
 def _check_control(control: str, a: Side, b: Side) -> None:
-    """The control leg must be timed in every case of both runs."""
-    if a.kind != "run":
+    """The control leg must be timed in every case of both runs (of every run of a side)."""
+    if a.kind not in ("run", "runs"):
         raise KprofInputError("--control", "needs two run folders (a leg timed in both)")
     for side in (a, b):
-        rounds = side.run_rounds
-        assert rounds is not None
-        have = rounds.groupby("case")["leg"].agg(lambda legs: control in set(legs))
-        if not have.all():
-            legs = ", ".join(sorted(map(str, rounds["leg"].unique())))
-            raise KprofInputError(
-                "--control", f"leg {control!r} is not timed in every case of {side.label} (legs: {legs})"
-            )
+        for rounds in side.runs or [side.run_rounds]:
+            _check_control_in(control, side.label, rounds)
+
+
+def _check_control_in(control: str, label: str, rounds: pd.DataFrame) -> None:
+    have = rounds.groupby("case")["leg"].agg(lambda legs: control in set(legs))
+    if not have.all():
+        legs = ", ".join(sorted(map(str, rounds["leg"].unique())))
+        raise KprofInputError("--control", f"leg {control!r} is not timed in every case of {label} (legs: {legs})")
 
 
 def parse_rule(rule: str) -> FailRule:

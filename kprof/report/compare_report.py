@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.analysis.compare import CONTROL, MIN_STEADY_STEPS, REPLICATES, Comparison
+from kprof.analysis.compare import CONTROL, MIN_RUNS, MIN_STEADY_STEPS, REPLICATES, Comparison
 from kprof.ingest.names import labelled
 from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_notes, shown_rows
 from kprof.report.numbers import column_decimals, with_decimals
@@ -29,9 +29,14 @@ def note(c: Comparison) -> str:
             f"{samples}; the deltas below support no verdict: give each side a folder of repeated traces, "
             f"a trace of at least {MIN_STEADY_STEPS + 1} steps (the first is warm-up), or run folders."
         )
+    method = (
+        f"Welch's 95% interval over the runs (each run one value; a side needs {MIN_RUNS} runs for an interval)"
+        if c.replicates == "runs"
+        else "Hodges–Lehmann shift with a distribution-free 95% interval"
+    )
     text = (
-        f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; Hodges–Lehmann shift with a "
-        "distribution-free 95% interval; verdicts after Benjamini–Hochberg within each table."
+        f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; {method}; verdicts after "
+        "Benjamini–Hochberg within each table."
     )
     if c.control is not None:
         text += (
@@ -75,7 +80,9 @@ def _side_by_side(a: list[Any], b: list[Any]) -> tuple[list[str], list[str]]:
 
 def _leg_table(c: Comparison, view: View) -> Table:
     t = Table(
-        "per leg (µs, median of rounds)" if c.control is None else f"per leg (ratio to {c.control}; its row µs)",
+        (f"per leg (µs, {'geometric mean of the runs' if c.replicates == 'runs' else 'median of rounds'})")
+        if c.control is None
+        else f"per leg (ratio to {c.control}; its row µs)",
         [
             Column(h, "left" if h in LEFT else "right", is_name=h in ("case", "leg"), key=h in ("case", "leg"))
             for h in ("case", "leg", "A µs", "B µs", "B vs A", "verdict")
