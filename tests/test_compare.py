@@ -263,7 +263,7 @@ def test_folders_of_fresh_runs_compare_run_against_run(tmp_path: Path) -> None:
     a = _fresh_runs(tmp_path / "a", 4, 0.0, seed=1)
     b = _fresh_runs(tmp_path / "b", 4, 0.04, seed=2)
     out = _json(str(a), str(b))
-    assert out["replicates"] == "runs"
+    assert out["replicates"] == "runs" and "Timer: cuda-events (device time" in out["note"]  # what timed them
     legs = {r["leg"]: r for r in out["legs"]}
     assert legs["x"]["verdict"] == "SLOWER" and -5 < legs["x"]["effect_pct"] < -3 and legs["x"]["n_a"] == 4
     assert legs["y"]["ci_low_pct"] < 0 < legs["y"]["ci_high_pct"]  # moved between runs only: holds 0

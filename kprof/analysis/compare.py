@@ -45,6 +45,7 @@ class Side:
     step_replicates: list[StepReplicates] = field(default_factory=list)  # one per trace
     run_rounds: pd.DataFrame | None = None
     runs: list[pd.DataFrame] = field(default_factory=list)  # kind "runs": each fresh run's per-round times
+    timers: list[str] = field(default_factory=list)  # run sides: what timed them (device time, or the host clock)
 
 
 @dataclass

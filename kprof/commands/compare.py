@@ -49,9 +49,11 @@ def _is_run(path: Path) -> bool:
     return is_run_folder(path) and _saved_events(path) is None
 
 
-def _run_rounds(path: Path) -> pd.DataFrame:
+def _run_rounds(path: Path) -> tuple[pd.DataFrame, str]:
+    """A run's per-round times and what timed them."""
     folder = RunFolder(path)
-    return round_statistics(reported_samples(folder, folder.read_run(), folder.read_statuses()))
+    run = folder.read_run()
+    return round_statistics(reported_samples(folder, run, folder.read_statuses())), run.timer_label
 
 
 def _fresh_runs(path: Path) -> list[Path]:
@@ -63,9 +65,11 @@ def _fresh_runs(path: Path) -> list[Path]:
 
 def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
-        return Side(str(path), "run", run_rounds=_run_rounds(path))
+        rounds, timer = _run_rounds(path)
+        return Side(str(path), "run", run_rounds=rounds, timers=[timer])
     if runs := _fresh_runs(path):  # a folder of fresh runs of one benchmark: the run is the unit
-        return Side(str(path), "runs", runs=[_run_rounds(p) for p in runs])
+        read = [_run_rounds(p) for p in runs]
+        return Side(str(path), "runs", runs=[r for r, _ in read], timers=[t for _, t in read])
     if not path.exists():
         raise KprofInputError(path, "no such file or folder")
     pattern = compile_step_pattern(steps)
@@ -111,7 +115,7 @@ def compare(
 def _as_runs(side: Side) -> Side:
     """A single run beside a folder of runs: a side of one run (which cannot be judged between
     runs, and the gate says so)."""
-    return side if side.kind == "runs" else Side(side.label, "runs", runs=[side.run_rounds])
+    return side if side.kind == "runs" else Side(side.label, "runs", runs=[side.run_rounds], timers=side.timers)
 
 
 def _check_control(control: str, a: Side, b: Side) -> None:

@@ -38,6 +38,8 @@ def note(c: Comparison) -> str:
         f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; {method}; verdicts after "
         "Benjamini–Hochberg within each table."
     )
+    if timers := list(dict.fromkeys([*c.a.timers, *c.b.timers])):  # host-clock runs say so
+        text += f" Timer: {'; '.join(timers)}."
     if c.control is not None:
         text += (
             f" Legs relative to the control leg {c.control!r} in the same round: its own shift between the runs "
