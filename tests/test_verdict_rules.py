@@ -321,6 +321,19 @@ def test_compares_gate_with_a_control_and_four_processes_passes_equal_code_and_c
     assert bare["slower>1%"]["fail"] >= 0.5, bare
 
 
+def test_the_documented_ci_recipe_passes_equal_code_and_catches_two_percent() -> None:
+    """The recipe docs/run.md gives: five fresh runs a side, `credibly-slower>1%`, no control.
+    B's machine 0.5% slower, each leg shifted by its processes and by its run (SD 0.3% each, anew
+    per run): equal code never fails and a 2% regression of one leg fails on that leg."""
+    rng = np.random.default_rng(11)
+    null = sim.scenario_gate_runs(0.0, 5, QUIET, 16, 12, rng)
+    caught = sim.scenario_gate_runs(2.0, 5, QUIET, 16, 12, rng)
+    one_each = sim.scenario_gate_runs(2.0, 1, QUIET, 16, 4, rng)
+    assert null["credibly-slower>1%"]["fail"] == 0, null
+    assert caught["credibly-slower>1%"]["caught"] >= 10 / 12, caught
+    assert one_each["credibly-slower>1%"]["undecided"] == 1.0, one_each  # one run a side decides nothing
+
+
 QUIET_KERNEL = sim.Noise(sample_sigma=0.0001, round_sigma=0.00005, drift_sigma=0.0)
 
 

@@ -12,6 +12,7 @@ intervals cover the truth. ``tests/test_verdict_rules.py`` runs a small seeded v
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -342,9 +343,6 @@ def scenario_gate(
     each of its ``processes`` worker processes adds (SD ``between_sigma``, drawn anew per run: the
     between-run component). Per rule, the share of pairs that fail (exit 1), that cannot decide
     (exit 3), and, with a regression, that fail on ``x`` itself (detection)."""
-    nulls = {f"n{i}": 0.0 for i in range(3)} | {"ctl": 0.0}
-    rules = {rule: parse_gate(rule) for rule in (f"slower>{size_pct:g}%", f"credibly-slower>{size_pct:g}%")}
-    tally = {rule: {"fail": 0, "undecided": 0, "caught": 0} for rule in rules}
 
     def side(effects: dict[str, float], shift: float, label: str) -> Side:
         where = placed(effects, 0.0, rng, between_sigma, processes)
@@ -352,9 +350,29 @@ def scenario_gate(
         samples["time_ns"] *= 1 + shift / 100
         return Side(label, "run", run_rounds=round_statistics(samples))
 
+    def pair() -> tuple[Side, Side]:
+        return side(GATE_NULLS | {"x": 0.0}, 0.0, "A"), side(_slower_x(regression_pct), shift_pct, "B")
+
+    return _gate_rates(pair, pairs, size_pct, control, bool(regression_pct))
+
+
+GATE_NULLS = {f"n{i}": 0.0 for i in range(3)} | {"ctl": 0.0}  # legs no change touches, and a control
+
+
+def _slower_x(regression_pct: float) -> dict[str, float]:
+    """The gate scenarios' legs with ``x`` ``regression_pct`` slower (effects are positive = faster)."""
+    return GATE_NULLS | {"x": -regression_pct / (1 + regression_pct / 100)}
+
+
+def _gate_rates(
+    pair: Callable[[], tuple[Side, Side]], pairs: int, size_pct: float, control: str | None, regressed: bool
+) -> dict:
+    """``pairs`` pairs of sides through compare and both gates: per rule, the share that fail, that
+    cannot decide, and (with a regression) that fail naming ``x``."""
+    rules = {rule: parse_gate(rule) for rule in (f"slower>{size_pct:g}%", f"credibly-slower>{size_pct:g}%")}
+    tally = {rule: {"fail": 0, "undecided": 0, "caught": 0} for rule in rules}
     for _ in range(pairs):
-        a = side(nulls | {"x": 0.0}, 0.0, "A")
-        b = side(nulls | {"x": -regression_pct / (1 + regression_pct / 100)}, shift_pct, "B")
+        a, b = pair()
         comparison = compare_sides(a, b, 0.5, control)
         for rule, gate in rules.items():
             result = judge(comparison, gate)
@@ -362,7 +380,7 @@ def scenario_gate(
             tally[rule]["undecided"] += bool(not result.broken and result.undecided)
             tally[rule]["caught"] += any(line.startswith("x:") for line in result.broken)
     out = {rule: {k: v / pairs for k, v in t.items()} for rule, t in tally.items()}
-    if not regression_pct:
+    if not regressed:
         for t in out.values():
             t.pop("caught")
     return out
@@ -388,9 +406,6 @@ def scenario_gate_runs(
     itself adds (SD ``run_sigma``, drawn anew per run and leg); in B, ``x`` is ``regression_pct``
     slower. Per rule, the share of pairs of sides that fail (exit 1), that cannot decide (exit 3),
     and, with a regression, that fail on ``x`` (detection)."""
-    nulls = {f"n{i}": 0.0 for i in range(3)} | {"ctl": 0.0}
-    rules = {rule: parse_gate(rule) for rule in (f"slower>{size_pct:g}%", f"credibly-slower>{size_pct:g}%")}
-    tally = {rule: {"fail": 0, "undecided": 0, "caught": 0} for rule in rules}
 
     def one_run(effects: dict[str, float], shift: float) -> pd.DataFrame:
         where = placed(effects, 0.0, rng, process_sigma, processes) or {}
@@ -399,18 +414,9 @@ def scenario_gate_runs(
         samples["time_ns"] *= 1 + shift / 100
         return round_statistics(samples)
 
-    for _ in range(pairs):
-        a = Side("A", "runs", runs=[one_run(nulls | {"x": 0.0}, 0.0) for _ in range(runs_per_side)])
-        slower = nulls | {"x": -regression_pct / (1 + regression_pct / 100)}
-        b = Side("B", "runs", runs=[one_run(slower, shift_pct) for _ in range(runs_per_side)])
-        comparison = compare_sides(a, b, 0.5, control)
-        for rule, gate in rules.items():
-            result = judge(comparison, gate)
-            tally[rule]["fail"] += bool(result.broken)
-            tally[rule]["undecided"] += bool(not result.broken and result.undecided)
-            tally[rule]["caught"] += any(line.startswith("x:") for line in result.broken)
-    out = {rule: {k: v / pairs for k, v in t.items()} for rule, t in tally.items()}
-    if not regression_pct:
-        for t in out.values():
-            t.pop("caught")
-    return out
+    def pair() -> tuple[Side, Side]:
+        a = Side("A", "runs", runs=[one_run(GATE_NULLS | {"x": 0.0}, 0.0) for _ in range(runs_per_side)])
+        b = Side("B", "runs", runs=[one_run(_slower_x(regression_pct), shift_pct) for _ in range(runs_per_side)])
+        return a, b
+
+    return _gate_rates(pair, pairs, size_pct, control, bool(regression_pct))
