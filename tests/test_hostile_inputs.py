@@ -384,6 +384,24 @@ def test_profiles_kprof_does_not_read_are_named(tmp_path: Path) -> None:
     _one_line(["trace", str(packed)], "is a JAX/XLA profile")
 
 
+def test_a_correlation_id_reused_by_two_launch_calls_is_said_and_refused_under_strict(tmp_path: Path) -> None:
+    """Two launch calls with one correlation id (a producer that restarts its counter): the
+    activities joined through that id are counted and said, a graph replay's many kernels under
+    one launch are not, and --strict refuses the trace."""
+    from tests.kineto_events import kernel, launch, step, write_trace
+
+    events = [step(1, 0, 100), launch(10, 1), kernel("a", 20, 5, 1), launch(30, 2), kernel("b", 40, 5, 2)]
+    events += [launch(50, 2), kernel("c", 60, 5, 2)]
+    events += [launch(70, 3, name="cudaGraphLaunch"), kernel("g1", 75, 2, 3), kernel("g2", 78, 2, 3)]  # one call
+    path = write_trace(tmp_path / "reused.json", events)
+    trace = load_trace(path)
+    said = [p for p in trace.meta["integrity"] if "ids reused" in p["problem"]]
+    assert len(said) == 1 and said[0]["activities"] == 2 and said[0]["device_us"] == 10.0, trace.meta["integrity"]
+    _one_line(["trace", str(path), "--strict"], "(--strict: a trace with impossible records is refused)")
+    clean = write_trace(tmp_path / "clean.json", [e for e in events if e["name"] != "b" and e.get("ts") != 30])
+    assert not any("ids reused" in p["problem"] for p in load_trace(clean).meta.get("integrity", []))
+
+
 def test_each_integrity_problem_is_said_kept_out_and_refused_under_strict(tmp_path: Path) -> None:
     """Known producer bugs: a kernel before its own launch, a timestamp that wrapped at the start
     of a session, a duration longer than the trace. Each is one line with its count and device time,

@@ -10,7 +10,9 @@ falsify; ``kprof trace --strict`` makes any of them an error.
 - an end before the start: a zero-length activity at its start (an interval that runs backwards
   subtracted from GPU busy: 961% busy);
 - a kernel that starts before the call that launched it (a producer's clock bug): its launch time
-  is not used (its step follows its start).
+  is not used (its step follows its start);
+- (said by a reader that sees its launch calls: Kineto) an activity whose correlation id names more
+  than one launch call — ids reused within a rank, so the launch it was joined to is a guess.
 """
 
 from __future__ import annotations
@@ -76,9 +78,20 @@ def checked(trace: Trace) -> None:
             problems.append(_problem(events, early, "start before their launch", "their launch time is not used"))
             events.loc[early, "launch_ns"] = pd.NA
     trace.events = events
-    trace.warnings += [p.line for p in problems]
-    if problems:
-        trace.meta["integrity"] = [asdict(p) for p in problems]
+    for p in problems:
+        record(trace, p)
+
+
+def record(trace: Trace, problem: Problem) -> None:
+    """One problem said in the trace's warnings and listed in ``meta["integrity"]`` (which --strict
+    refuses and JSON lists per rank)."""
+    trace.warnings.append(problem.line)
+    trace.meta["integrity"] = [*trace.meta.get("integrity", []), asdict(problem)]
+
+
+def problem_of(events: pd.DataFrame, mask: np.ndarray, problem: str, handling: str) -> Problem:
+    """``problem`` for the activities of ``mask``, with their count and device time."""
+    return _problem(events, mask, problem, handling)
 
 
 def _before_launch(events: pd.DataFrame) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
+from kprof.ingest import integrity
 from kprof.ingest.column_blocks import NULL_INT, Chunks
 from kprof.ingest.formats.kineto_events import (
     EXACT,
@@ -92,26 +93,32 @@ def _nullable(values: np.ndarray | tuple[np.ndarray, np.ndarray], name: str) -> 
     return narrowed(pd.arrays.IntegerArray(data, missing), name)
 
 
+REUSED = "have a correlation id that names more than one launch call (ids reused)"
+
+
 def _launch_rows(
     gpu_key: np.ndarray, launch_key: np.ndarray, by_rank: tuple[np.ndarray, np.ndarray, np.ndarray] | None
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each activity's launching API call, by correlation id (the last call wins on reuse): whether
-    it has one, and its row among the launches."""
+    it has one, its row among the launches, and whether its id names more than one call."""
     if by_rank is not None:  # each rank numbers its own correlation ids
         gpu_key, launch_key = _rank_keyed(gpu_key, by_rank[0]), _rank_keyed(launch_key, by_rank[1])
     keep = None  # the row of each sorted id among the launches, where they are not in order already
     corr_sorted = launch_key
+    reused_ids = np.zeros(0, dtype=launch_key.dtype)
     if not np.all(launch_key[1:] > launch_key[:-1]):  # the usual file's ids rise with each launch
-        _, last = np.unique(launch_key[::-1], return_index=True)
+        ids, last, calls = np.unique(launch_key[::-1], return_index=True, return_counts=True)
         keep = len(launch_key) - 1 - last
-        del last
+        reused_ids = ids[(calls > 1) & (ids != NULL_INT)]
+        del last, ids, calls
         corr_sorted = launch_key[keep]
     pos = np.searchsorted(corr_sorted, gpu_key)
     np.minimum(pos, max(len(corr_sorted) - 1, 0), out=pos)
     found = (gpu_key != NULL_INT) & (len(corr_sorted) > 0)
     if len(corr_sorted):
         found &= corr_sorted[pos] == gpu_key
-    return found, keep[pos] if keep is not None and len(keep) else pos
+    reused = found & np.isin(gpu_key, reused_ids) if len(reused_ids) else np.zeros(len(gpu_key), dtype=bool)
+    return found, keep[pos] if keep is not None and len(keep) else pos, reused
 
 
 def _grids_and_blocks(gpu: dict[str, Chunks], work_items: np.ndarray) -> dict[str, pd.arrays.IntegerArray]:
@@ -174,7 +181,7 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     gpu_pid, range_pid = gpu.pop("pid").take(), np.array([r[2] for r in c.ranges], dtype=np.int64)
     by_rank = _ranks_in_file(c, gpu_pid, launch.pop("pid").take(), range_pid, warnings)
     correlation = gpu.pop("correlation").take()
-    found, idx = _launch_rows(correlation, launch.pop("correlation").take(), by_rank)
+    found, idx, reused = _launch_rows(correlation, launch.pop("correlation").take(), by_rank)
     cols: dict[str, Any] = {"correlation": _nullable(correlation, "correlation")}
     del correlation
     cols["launch_ns"] = _nullable(_from_launch(launch.pop("ts").take() + base, found, idx), "launch_ns")
@@ -235,9 +242,13 @@ def _build(path: Path, c: EventBuffer, rank: int | None) -> Trace | list[Trace]:
     if file_rank is not None:
         meta["rank_source"] = "distributedInfo"
     trace = Trace(events=events, ranges=range_table(rcols), meta=meta, warnings=warnings)
-    if by_rank is None:
-        return trace
-    return split_by_rank(trace, by_rank[2], "process names (RANK n)")
+    pieces = [trace] if by_rank is None else split_by_rank(trace, by_rank[2], "process names (RANK n)")
+    ranks = events["rank"].to_numpy("int64")
+    for piece in pieces if reused.any() else []:
+        mine = reused[ranks == piece.meta["rank"]] if by_rank is not None else reused
+        if mine.any():
+            integrity.record(piece, integrity.problem_of(piece.events, mine, REUSED, "each joined to the last"))
+    return trace if by_rank is None else pieces
 
 
 def _ranks_in_file(
