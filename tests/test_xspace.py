@@ -7,6 +7,7 @@ own trace viewer to the nanosecond: benchmarks/xspace_truth.py, figures in docs/
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,26 @@ def test_the_format_is_found_by_content_whatever_the_name(tmp_path: Path) -> Non
     other.write_text("step,time\n1,2\n")
     with pytest.raises(KprofInputError), probe(other):
         pass
+
+
+def test_jax_steps_are_ranges_the_warning_says_how_to_count(tmp_path: Path) -> None:
+    """Host events with a step number (jax.profiler.StepTraceAnnotation) become ranges NAME#N on
+    every device's rank; with the pattern the warning gives, each kernel counts in the step whose
+    range holds its launch, whatever thread launched it."""
+    pytest.importorskip("xprof.profile_data")
+    kernels = [Event("fusion", 1_000 + 1_000 * i, 50, {"correlation_id": i + 1}) for i in range(4)]
+    launches = [Event("hipModuleLaunchKernel", 950 + 1_000 * i, 20, {"correlation_id": i + 1}) for i in range(4)]
+    steps = [Event("train", 900, 1_900, {"step_num": 1}), Event("train", 2_900, 1_900, {"step_num": 2})]
+    planes = [
+        plane(1, "/device:GPU:0", [Line("Stream #3(Kernel)", kernels)]),
+        plane(2, "/host:CPU", [Line("Host Threads/77", launches), Line("python3", steps)]),
+    ]
+    path = tmp_path / "steps.xplane.pb"
+    path.write_bytes(xspace(planes))
+    (trace,) = load_traces(path)
+    assert sorted(trace.ranges["name"]) == ["train#1", "train#2"]
+    assert "2 JAX steps read as ranges train#N: --steps '^train#(\\d+)$' counts them" in trace.warnings[0]
+    res = runner.invoke(app, ["trace", str(path), "--steps", r"^train#(\d+)$", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    steps_out = json.loads(res.stdout)["steps"]
+    assert [(s["step"], s["kernels"]) for s in steps_out] == [(1, 2), (2, 2)], steps_out

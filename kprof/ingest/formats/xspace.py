@@ -8,7 +8,9 @@ Each device plane (``/device:GPU:N``) is a rank, N its number. The plane's strea
 (or the line is a Memcpy stream), else a kernel; the lines XProf derives for its own views (XLA
 Ops, XLA Modules, Steps) are summaries of those and are left out. A host event with the same
 ``correlation_id`` (``hipModuleLaunchKernel``, ``cuLaunchKernel`` …) is the launch: its start and
-its thread. Host annotations are not read as ranges (no steps yet): each trace says so.
+its thread. Steps marked with ``jax.profiler.StepTraceAnnotation`` (host events carrying a
+``step_num``) are ranges named ``NAME#N`` (``--steps '^NAME#(\\d+)$'`` counts them as steps; the
+trace's warning gives the exact pattern); other host annotations and XLA modules are not read.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ DEVICE_PLANE = re.compile(r"^/device:(?:GPU|ROCM|CUDA):(\d+)$")
 STREAM_LINE = re.compile(r"^Stream #(\d+)")
 HOST_PLANE = "/host:CPU"
 NO_RANGES = "XSpace: host annotations are not read as ranges (no steps or annotations in the tables)"
+STEP_STAT = "step_num"  # what jax.profiler.StepTraceAnnotation puts on its host event
 
 
 def profile_data(path: Path) -> Any:
@@ -76,24 +79,45 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _launches(host_planes: list[Any]) -> dict[int, tuple[int, int]]:
-    """correlation id → (launch start ns, thread id) of every host event that carries one."""
+def _host_events(host_planes: list[Any]) -> tuple[dict[int, tuple[int, int]], dict[str, list[Any]]]:
+    """correlation id → (launch start ns, thread id) of every host event that carries one; and the
+    step ranges (``NAME#N``) of the events that carry a step number."""
     found: dict[int, tuple[int, int]] = {}
+    steps: dict[str, list[Any]] = {k: [] for k in ("name", "start_ns", "end_ns", "pid", "tid")}
     for plane in host_planes:
         for line in plane.lines:
             tid = _int(line.name.rsplit("/", 1)[-1]) or 0
             for event in line.events:
-                corr = _int(_stats(event).get("correlation_id"))
+                stats = _stats(event)
+                corr, step = _int(stats.get("correlation_id")), _int(stats.get(STEP_STAT))
                 if corr is not None:
                     found.setdefault(corr, (round(event.start_ns), tid))
-    return found
+                if step is not None:
+                    start = round(event.start_ns)
+                    for key, value in zip(
+                        steps, (f"{event.name}#{step}", start, start + round(event.duration_ns), 0, tid)
+                    ):
+                        steps[key].append(value)
+    return found, steps
+
+
+def _step_note(names: list[str]) -> str:
+    """The warning a trace with JAX steps carries: how to count them as steps."""
+    if not names:
+        return NO_RANGES
+    kinds = sorted({n.rsplit("#", 1)[0] for n in names})
+    pattern = f"^{re.escape(kinds[0])}#(\\d+)$"
+    return (
+        f"XSpace: {len(names)} JAX steps read as ranges {', '.join(k + '#N' for k in kinds)}: "
+        f"--steps '{pattern}' counts them as steps; other host annotations are not read"
+    )
 
 
 def load_xspace(path: Path, options: LoadOptions) -> list[Trace]:
     space = profile_data(path)
     planes = list(space.planes)
     devices = [(int(m.group(1)), p) for p in planes if (m := DEVICE_PLANE.match(p.name))]
-    launches = _launches([p for p in planes if p.name == HOST_PLANE])
+    launches, steps = _host_events([p for p in planes if p.name == HOST_PLANE])
     cols: dict[str, list[Any]] = {
         k: [] for k in ("rank", "device", "stream", "start_ns", "end_ns", "dur_ns", "name", "kind", "correlation")
     }
@@ -129,8 +153,11 @@ def load_xspace(path: Path, options: LoadOptions) -> list[Trace]:
     table: dict[str, Any] = dict(cols)
     table["name"], table["short_name"] = full_and_short(cols["name"], kernel)
     meta = trace_meta(path, "xspace", base, CLOCK, devices=len(devices))
-    trace = Trace(events=events_table(table), ranges=range_table({}), meta=meta, warnings=[NO_RANGES])
-    return split_by_rank(trace, np.array([], dtype=np.int64), "XSpace device planes (/device:GPU:N)")
+    ranks, n = sorted(set(cols["rank"])), len(steps["name"])
+    ranges = {k: v * len(ranks) for k, v in steps.items()}  # every device ran the steps its host marked
+    ranges |= {"domain": ["cpu"] * n * len(ranks), "device": [-1] * n * len(ranks)}
+    trace = Trace(events_table(table), range_table(ranges), meta, warnings=[_step_note(steps["name"])])
+    return split_by_rank(trace, np.repeat(np.array(ranks, dtype=np.int64), n), "XSpace device planes (/device:GPU:N)")
 
 
 PLANE_NAMES = (b"/host:", b"/device:", b"Task Environment")
