@@ -513,7 +513,7 @@ def attribute_command(
     **options: Any,
 ) -> None:
     """Per-lever effects: add-one, leave-one-out, exact Shapley, interactions, sweeps; all with intervals."""
-    from kprof.commands.analyse import attribute, stored_run
+    from kprof.commands.target import stored_run
     from kprof.engine.options import RunRequest
 
     _output_kind(output, HTML_TOO)  # before a workload is run for it
@@ -528,6 +528,7 @@ def attribute_command(
         root = folder.root
     else:
         ran = None  # attributing a stored folder reads it; its report names what it lacks
+    from kprof.commands.analyse import attribute
     from kprof.report.attribution_report import attribution_document, render_html
 
     result = attribute(root, threshold)

@@ -51,21 +51,6 @@ def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
     return analyse(run, run_tables(folder, run), threshold_pct)
 
 
-def stored_run(target: str) -> Path | None:
-    """What `kprof attribute TARGET` names: a run folder (its path), or a workload to run first
-    (None); a folder that is no run, or a path that does not exist, is a one-line error."""
-    from kprof.store.layout import is_run_folder
-
-    root = Path(target)
-    if is_run_folder(root):
-        return root
-    if root.is_dir() or (root.suffix != ".py" and "/" in target):
-        raise KprofInputError(
-            target, "is not a kprof run folder (no meta.json) nor a workload" if root.exists() else "no such run folder"
-        )
-    return None
-
-
 def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
     """The attribution of the run folder at ``root``."""
     return attribution(analyse_run(root, threshold_pct))
