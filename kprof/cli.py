@@ -549,7 +549,12 @@ def attribute_command(
 @command("compare", epilog=examples("compare"))
 @one_line_errors
 def compare_command(
-    a: Annotated[Path, typer.Argument(help="A: run folder, trace file, folder of repeated traces, or parquet.")],
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="A: run folder, folder of fresh run folders, trace file, folder of repeated traces, or parquet."
+        ),
+    ],
     b: Annotated[Path, typer.Argument(help="B: the same kind as A.")],
     threshold: Annotated[
         float, typer.Option(help="Practical threshold in percent for verdicts.")
