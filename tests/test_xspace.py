@@ -109,3 +109,14 @@ def test_jax_steps_are_ranges_the_warning_says_how_to_count(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     steps_out = json.loads(res.stdout)["steps"]
     assert [(s["step"], s["kernels"]) for s in steps_out] == [(1, 2), (2, 2)], steps_out
+
+
+def test_one_profile_per_host_numbers_the_hosts_devices_in_turn(tmp_path: Path) -> None:
+    """Two hosts' profiles (each with GPU:0 and GPU:1) given together: ranks 0–1 and 2–3, not a
+    refusal for two files claiming rank 0."""
+    pytest.importorskip("xprof.profile_data")
+    hosts = [_profile(tmp_path / f"host{i}.xplane.pb") for i in range(2)]
+    res = runner.invoke(app, ["trace", *map(str, hosts), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    ranks = [(r["rank"], r["kernels"]) for r in json.loads(res.stdout)["summary"]["ranks"]]
+    assert ranks == [(0, 2), (1, 1), (2, 2), (3, 1)], ranks

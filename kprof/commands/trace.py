@@ -124,6 +124,9 @@ def _read_one(job: _FileJob, on_progress: Callable[[Path, int, int], None] | Non
         if trace.meta.get("rank_source") == "argument order" and job.files > 1:
             trace.meta["rank"] = job.position
             trace.events["rank"] = job.position
+        elif (local := trace.meta.get("local_devices")) and job.files > 1:  # one host's devices: hosts in order
+            trace.meta["rank"] = job.position * int(local) + int(trace.meta["rank"])
+            trace.events["rank"] = trace.meta["rank"]
         tables = trace_tables(trace, pattern, name_filter)
         if job.save is not None:
             rank = int(trace.meta["rank"])

@@ -3,7 +3,8 @@ XProf write. Read through a maintained reader of the published XSpace protos —
 ``ProfileData`` (``pip install 'kprof[jax]'``), else JAX's own ``jax.profiler.ProfileData`` where
 JAX is installed — never decoded here by hand.
 
-Each device plane (``/device:GPU:N``) is a rank, N its number. The plane's stream lines
+Each device plane (``/device:GPU:N``) is a rank, N its number (given several files, one per host,
+host k's devices follow host k−1's: rank k·devices + N). The plane's stream lines
 (``Stream #ID(…)``) hold its device activities: a copy where the event carries ``memcpy_details``
 (or the line is a Memcpy stream), else a kernel; the lines XProf derives for its own views (XLA
 Ops, XLA Modules, Steps) are summaries of those and are left out. A host event with the same
@@ -122,7 +123,7 @@ def load_xspace(path: Path, options: LoadOptions) -> list[Trace]:
         k: [] for k in ("rank", "device", "stream", "start_ns", "end_ns", "dur_ns", "name", "kind", "correlation")
     }
     cols |= {"launch_ns": [], "launch_tid": []}
-    base = (options.rank or 0) * max(len(devices), 1)  # several files: each its own block of ranks
+    base = (options.rank or 0) * max(len(devices), 1)  # a rank given: this host's block of ranks
     for number, plane in devices:
         for line in plane.lines:
             stream = STREAM_LINE.match(line.name)
@@ -152,7 +153,7 @@ def load_xspace(path: Path, options: LoadOptions) -> list[Trace]:
     kernel = [k == "kernel" for k in cols["kind"]]
     table: dict[str, Any] = dict(cols)
     table["name"], table["short_name"] = full_and_short(cols["name"], kernel)
-    meta = trace_meta(path, "xspace", base, CLOCK, devices=len(devices))
+    meta = trace_meta(path, "xspace", base, CLOCK, local_devices=len(devices))  # ranks are this host's devices
     ranks, n = sorted(set(cols["rank"])), len(steps["name"])
     ranges = {k: v * len(ranks) for k, v in steps.items()}  # every device ran the steps its host marked
     ranges |= {"domain": ["cpu"] * n * len(ranks), "device": [-1] * n * len(ranks)}
