@@ -177,7 +177,10 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     forget_rounds(out, {rounds - 1, rounds})
     shutil.rmtree(out / STATUS)  # every case's status: as if none had finished
     res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
-    assert res.exit_code == 0
+    # the resume must finish the case; host-clock rounds on a busy machine may leave the baseline
+    # disagreeing with its A/A copy (exit 4 with that line), which is a verdict on noise, not on resuming
+    distrusted = "the baseline disagrees with its own A/A copy" in res.stderr and "incomplete" not in res.stderr
+    assert res.exit_code == 0 or (res.exit_code == 4 and distrusted), res.output
     after = store.read("samples")
     assert len(after) == len(before)
     kept = before[before["round"] < rounds - 1].sort_values(["round", "leg"]).reset_index(drop=True)
