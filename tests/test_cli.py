@@ -209,8 +209,8 @@ def test_output_writes_a_file_in_its_suffixs_format_and_says_so_in_one_line(tmp_
             assert alone.exit_code == 0 and out.read_text() == alone.stdout, (args, suffix)
             if kind == "csv":
                 assert out.read_text().startswith(("case,", "workload,", "rank,", "step,")), out.read_text()[:80]
-        both = runner.invoke(app, [*args, "-o", str(tmp_path / "both.md"), "--format", "table"])
-        assert both.exit_code == 0 and "┃" in both.stdout  # --format given: the terminal shows it too
+    both = runner.invoke(app, ["trace", str(EAGER), "-o", str(tmp_path / "both.md"), "--format", "table"])
+    assert both.exit_code == 0 and "┃" in both.stdout  # --format given: the terminal shows it too
 
 
 def test_csv_of_a_result_without_rows_is_one_line() -> None:
