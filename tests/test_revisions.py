@@ -164,7 +164,11 @@ def test_a_run_resumed_after_a_cache_clean_makes_its_trees_again(history, tmp_pa
     from kprof.revisions.trees import clean
 
     repo, shas = history
-    request = RunRequest(workload=str(repo / "wl.py"), preset="smoke", rounds=6, samples=1, device="cpu")
+    # host-clock hosts differ by a few percent (one run's A/A read +4.07% [+1.15, +7.94]): a 5% threshold
+    # keeps such noise from distrusting the case (exit 4); this test is about trees made again
+    request = RunRequest(
+        workload=str(repo / "wl.py"), preset="smoke", rounds=6, samples=1, device="cpu", threshold_pct=5.0
+    )
     folder = start(replace(request, revs=[shas["base"], shas["double"]], in_tree=True), tmp_path / "run")
     trees = [t.path for t in folder.read_run().revisions.trees.values()]
     assert clean() and not any(Path(t).exists() for t in trees if t)  # as if cleaned while interrupted

@@ -166,7 +166,9 @@ def test_run_stores_every_sample_and_reports_effects(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL, *ONE_PROCESS]
+    # a 5% threshold: host-clock rounds on a busy machine once left the baseline disagreeing with its
+    # A/A copy by more than 0.5% (exit 4); this test is about resuming, not about the host clock's noise
+    args = ["run", "paged_decode", "--design", "endpoints", "--out", str(out), *SMALL, *ONE_PROCESS, "--threshold", "5"]
     assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
     store = RunStore(out)
     before = store.read("samples")
@@ -177,10 +179,7 @@ def test_resume_continues_after_the_last_finished_round(tmp_path: Path) -> None:
     forget_rounds(out, {rounds - 1, rounds})
     shutil.rmtree(out / STATUS)  # every case's status: as if none had finished
     res = runner.invoke(app, ["run", "paged_decode", "--out", str(out), "--resume"], catch_exceptions=False)
-    # the resume must finish the case; host-clock rounds on a busy machine may leave the baseline
-    # disagreeing with its A/A copy (exit 4 with that line), which is a verdict on noise, not on resuming
-    distrusted = "the baseline disagrees with its own A/A copy" in res.stderr and "incomplete" not in res.stderr
-    assert res.exit_code == 0 or (res.exit_code == 4 and distrusted), res.output
+    assert res.exit_code == 0, res.output
     after = store.read("samples")
     assert len(after) == len(before)
     kept = before[before["round"] < rounds - 1].sort_values(["round", "leg"]).reset_index(drop=True)
