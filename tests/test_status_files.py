@@ -30,6 +30,7 @@ def test_a_case_status_goes_to_its_own_file_and_meta_json_is_left_alone(tmp_path
     assert folder.meta_path.read_bytes() == meta
     stored = json.loads(status_file(folder.root, 1).read_text())
     assert stored["status"] == "failed" and stored["no_op_legs"] == ["fast"]
+    assert folder.status("b").reason == "its worker died twice" and folder.status("a").status == "done"
     assert folder.read_statuses().of("b").reason == "its worker died twice"
     assert "case_status" not in json.loads(meta)  # the plan holds no status
     assert not hasattr(folder.read_run(), "case_status")  # the plan and the statuses are separate types
@@ -75,6 +76,7 @@ def test_a_folder_from_before_keeps_its_statuses_in_meta_json(tmp_path: Path) ->
     folder.meta_path.write_text(json.dumps(raw))
     folder = RunFolder(folder.root)  # opened by a kprof of today
     assert folder.read_statuses().of("a").samples == 3
+    assert folder.status("b").samples == 3  # one case read alone, from meta.json in such a folder
     folder.update_case("a", samples=5)  # a resume of such a folder: the new status goes to a file
     statuses = folder.read_statuses()
     assert (statuses.of("a").samples, statuses.of("b").samples) == (5, 3)

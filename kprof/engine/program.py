@@ -216,7 +216,7 @@ class ProgramRunner:
         return self.run.cases[0].name
 
     def prepare(self) -> Prepared:
-        status = self.folder.read_statuses().of(self.case)
+        status = self.folder.status(self.case)
         self.dropped = dict(status.failed)
         for leg in self.run.legs:
             tree = self.run.tree(leg.revision)

@@ -67,7 +67,7 @@ def run_case_in_copy(meta_json: str, index: int, files: dict[str, bytes]) -> dic
         measured = (done.timer_info.get("gpus") or {}).get(env.get(GPU_ENV, ""), done.timer_info)
         return {
             "files": case_files(root, index),
-            "status": folder.read_statuses().of(done.case_names[index]).record(),
+            "status": folder.status(done.case_names[index]).record(),
             "measured": measured,
             "gpu": gpu,
             "events": events,

@@ -56,7 +56,7 @@ def run_case_workers(
     """One case to its end: its processes one after another (kprof.parts), each restarted
     without a leg that killed it twice (_run_part). ``run``: the plan, as the caller read it."""
     case, baseline = run.case_names[index], run.baseline.name
-    status = folder.read_statuses().of(case)
+    status = folder.status(case)
     if status.status == "failed":
         folder.update_case(case, status="", reason="")
     skip = sorted(status.crashed_legs)
@@ -152,7 +152,7 @@ def _worker(
     """One worker process for case ``index``: its events as they come, its exit code and the last
     line it wrote to stderr (kept in ``.worker-cNNN.log``). Interrupted, it stops the worker too.
     A later process is handed what the first one chose (its status), so that it times alike."""
-    first = folder.read_statuses().of(folder.case_names[index]) if part > 0 else None
+    first = folder.status(folder.case_names[index]) if part > 0 else None
     legs = sorted({*skip, *first.failed}) if first else skip  # a leg the first process found wrong is not set up again
     cmd = [sys.executable, "-m", "kprof.engine.worker", str(folder.root), str(index), json.dumps(legs), str(part)]
     cmd += [json.dumps(first.record(), default=str)] if first else []

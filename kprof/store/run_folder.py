@@ -115,6 +115,10 @@ class RunFolder:
         stored = ((case, self._stored_status(index, case, files)) for index, case in enumerate(self.case_names))
         return CaseStatuses({case: status for case, status in stored if status is not None})
 
+    def status(self, case: str) -> CaseStatus:
+        """One case's status alone, its file read and no other (empty before the case starts)."""
+        return self._stored_status(self.case_names.index(case), case) or CaseStatus()
+
     def _stored_status(self, index: int, case: str, files: bool = True) -> CaseStatus | None:
         path = status_file(self.root, index)
         if files and (path.exists() or path.is_symlink()):
@@ -171,7 +175,7 @@ class RunFolder:
     def _change_case(self, case: str, fields: dict[str, Any], merge: bool) -> CaseStatus:
         index = self.case_names.index(case)
         with self._meta_lock():
-            status = self._stored_status(index, case) or CaseStatus()
+            status = self.status(case)
             for key, value in fields.items():
                 if not hasattr(status, key):
                     raise TypeError(f"{key!r} is not a field of a case's status")
@@ -323,15 +327,18 @@ class RunFolder:
         compacted table): a damaged part is not a finished round, so ``--resume`` times it again."""
         return _rounds_of(self._finished_parts(), case_index)
 
+    def finished_rounds_of_every_case(self) -> list[list[int]]:
+        """``finished_rounds`` of each of the plan's cases, in order, the samples parts read once."""
+        finished = self._finished_parts()
+        return [_rounds_of(finished, i) for i in range(len(self.case_names))]
+
     def unfinished_cases(self, run: Run) -> list[int]:
         """The cases a run (or its resume) still has to time: not done, or done with a round whose
         part does not read back."""
         every = set(range(run.protocol.total_rounds))
-        finished, statuses = self._finished_parts(), self.read_statuses()  # read once for every case
+        finished, statuses = self.finished_rounds_of_every_case(), self.read_statuses()
         return [
-            i
-            for i, case in enumerate(run.case_names)
-            if statuses.of(case).status != "done" or every - set(_rounds_of(finished, i))
+            i for i, case in enumerate(run.case_names) if statuses.of(case).status != "done" or every - set(finished[i])
         ]
 
     def _finished_parts(self) -> set[str]:
