@@ -108,14 +108,22 @@ def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> li
     for (case, leg), ga in ra.groupby(["case", "leg"], sort=False):
         gb = rb[(rb["case"] == case) & (rb["leg"] == leg)]
         if len(gb):
-            key = {"case": case, "leg": leg}
-            scale = 1e3 if control is None or leg == control else 1.0  # µs, or a ratio to the control
-            row = _row(key, ga["t_ns"].to_numpy() / scale, gb["t_ns"].to_numpy() / scale, threshold, True)
-            if leg == control:
-                row["role"] = CONTROL
-            rows.append(row)
+            scale = _unit(leg, control)
+            a_t, b_t = ga["t_ns"].to_numpy() / scale, gb["t_ns"].to_numpy() / scale
+            rows.append(_row({"case": case, "leg": leg}, a_t, b_t, threshold, True))
+    return _leg_rows(rows, control)
+
+
+def _unit(leg: str, control: str | None) -> float:
+    """What a leg's times are divided by for its row: ns to µs, or 1 for a ratio to the control."""
+    return 1e3 if control is None or leg == control else 1.0
+
+
+def _leg_rows(rows: list[dict[str, Any]], control: str | None) -> list[dict[str, Any]]:
+    """The legs' rows as the table shows them: the control's marked as the yardstick, cases named
+    by their table labels."""
     shown = kernel_case_labels(row["case"] for row in rows)
-    return [dict(row, case=shown[row["case"]]) for row in rows]
+    return [dict(row, case=shown[row["case"]], **({"role": CONTROL} if row["leg"] == control else {})) for row in rows]
 
 
 MIN_RUNS = 2  # fresh runs a side needed to measure how runs differ (one run cannot)
@@ -141,14 +149,10 @@ def _compare_run_sets(a: Side, b: Side, threshold: float, control: str | None) -
     for key in ma.index.intersection(mb.index, sort=False):
         la, lb = ma.loc[key].dropna().to_numpy(), mb.loc[key].dropna().to_numpy()
         case, leg = key
-        scale = 1e3 if control is None or leg == control else 1.0  # µs, or a ratio to the control
+        scale = _unit(leg, control)
         row = dict(case=case, leg=leg, a=float(np.exp(la.mean())) / scale, b=float(np.exp(lb.mean())) / scale)
-        row.update(n_a=len(la), n_b=len(lb), **S.with_verdict(S.welch(la, lb), threshold).row())
-        if leg == control:
-            row["role"] = CONTROL
-        rows.append(row)
-    shown = kernel_case_labels(row["case"] for row in rows)
-    return [dict(row, case=shown[row["case"]]) for row in rows]
+        rows.append(row | dict(n_a=len(la), n_b=len(lb), **S.with_verdict(S.welch(la, lb), threshold).row()))
+    return _leg_rows(rows, control)
 
 
 def _compare_kernels(a: Side, b: Side, threshold: float, repeated: bool) -> list[dict[str, Any]]:

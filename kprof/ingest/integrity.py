@@ -54,7 +54,7 @@ def checked(trace: Trace) -> None:
     def left_out(mask: np.ndarray, problem: str) -> None:
         nonlocal events
         if mask.any():
-            problems.append(_problem(events, mask, problem, "left out"))
+            problems.append(problem_of(events, mask, problem, "left out"))
             events = events[~mask].reset_index(drop=True)
 
     start = events["start_ns"].to_numpy("int64")
@@ -70,12 +70,12 @@ def checked(trace: Trace) -> None:
     if len(events):
         backwards = events["end_ns"].to_numpy("int64") < events["start_ns"].to_numpy("int64")
         if backwards.any():
-            problems.append(_problem(events, backwards, "end before they start", "counted as 0 µs"))
+            problems.append(problem_of(events, backwards, "end before they start", "counted as 0 µs"))
             events.loc[backwards, "end_ns"] = events.loc[backwards, "start_ns"]
             events.loc[backwards, "dur_ns"] = 0
         early = _before_launch(events)
         if early.any():
-            problems.append(_problem(events, early, "start before their launch", "their launch time is not used"))
+            problems.append(problem_of(events, early, "start before their launch", "their launch time is not used"))
             events.loc[early, "launch_ns"] = pd.NA
     trace.events = events
     for p in problems:
@@ -89,11 +89,6 @@ def record(trace: Trace, problem: Problem) -> None:
     trace.meta["integrity"] = [*trace.meta.get("integrity", []), asdict(problem)]
 
 
-def problem_of(events: pd.DataFrame, mask: np.ndarray, problem: str, handling: str) -> Problem:
-    """``problem`` for the activities of ``mask``, with their count and device time."""
-    return _problem(events, mask, problem, handling)
-
-
 def _before_launch(events: pd.DataFrame) -> np.ndarray:
     launch = events["launch_ns"]
     known = launch.notna().to_numpy()
@@ -102,7 +97,8 @@ def _before_launch(events: pd.DataFrame) -> np.ndarray:
     return early
 
 
-def _problem(events: pd.DataFrame, mask: np.ndarray, problem: str, handling: str) -> Problem:
+def problem_of(events: pd.DataFrame, mask: np.ndarray, problem: str, handling: str) -> Problem:
+    """``problem`` for the activities of ``mask``, with their count and device time."""
     dur = (events["end_ns"].to_numpy("int64") - events["start_ns"].to_numpy("int64"))[mask]
     device_us = float(dur[(dur >= 0) & (dur <= DAY_NS)].sum()) / 1e3  # an impossible length counts as none
     return Problem(problem, int(mask.sum()), device_us, handling)
