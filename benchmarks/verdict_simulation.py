@@ -32,6 +32,7 @@ from kprof.analysis.simulation import (
 QUIET = Noise(sample_sigma=0.003, round_sigma=0.001)
 STILL = Noise(sample_sigma=0.0001, round_sigma=0.00005, drift_sigma=0.0)  # a kernel whose time hardly moves
 NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
+HALF_PCT = Noise(sample_sigma=0.005, round_sigma=0.001)  # issue 54's "0.5% sample noise"
 
 
 def main() -> None:
@@ -78,6 +79,14 @@ def main() -> None:
         "aa_bias_0.05_true_200": lambda: scenario_aa_bias(200.0, 0.05, QUIET, 16, n, rng),
         "aa_bias_0.5_true_2": lambda: scenario_aa_bias(2.0, 0.5, QUIET, 16, n, rng),
         "aa_bias_0.5_true_0": lambda: scenario_aa_bias(0.0, 0.5, QUIET, 16, n, rng),
+        # clean cases (no A/A bias) at 0.5% sample noise, each leg shifted by each worker process
+        # (SD 0.3%) dealt as --processes P deals them: how often the case is flagged (issue 54: ≤ 5%)
+        **{
+            f"aa_bias_0_true_0_noise0.5_process0.3_p{p}": (
+                lambda p=p: scenario_aa_bias(0.0, 0.0, HALF_PCT, 16, n, rng, 0.003 if p else 0.0, max(p, 1))
+            )
+            for p in (0, 1, 2, 4)
+        },
         # a 6.41 µs leg 3× faster than its baseline, both read through a 32 ns tick: each duration
         # rounded to the nearest tick, or a count from a start at a random point of a tick
         **{
@@ -98,6 +107,14 @@ def main() -> None:
             )
             for name, noise in (("quiet", QUIET), ("noisy", NOISY))
             for p in (1, 2, 4)
+        },
+        # every leg also shifted by its run (SD 0.3%, the same in both of its processes, each of
+        # which adds its own SD 0.3%): what a run cannot see from inside (issue 54)
+        **{
+            f"rerun_{name}_16_process_0.3_p2_run_0.3": (
+                lambda noise=noise: scenario_rerun([0.0, 2.0, 10.0], noise, 16, n // 4, rng, 0.0, 0.003, 2, 0.003)
+            )
+            for name, noise in (("quiet", QUIET), ("noisy", NOISY))
         },
         # compare's gate on two runs of the same legs: B's machine 0.5% slower, every leg shifted by
         # each worker process (SD 0.3%, drawn anew per run); one leg 2% slower or none; n // 4 pairs

@@ -277,15 +277,24 @@ def scenario_rerun(
     placement_sigma: float = 0.0,
     process_sigma: float = 0.0,
     processes: int = 1,
+    run_sigma: float = 0.0,
 ) -> dict:
     """Pairs of independent runs of the same legs (fresh noise and, with ``placement_sigma``, buffers
     placed anew in each run; with ``process_sigma``, what each of the run's ``processes`` worker
-    processes adds to every leg): how often one run's estimate lies inside the other's confidence
-    interval (about 83% for exact 95% intervals: both estimates vary) and inside its rerun interval."""
+    processes adds to every leg; with ``run_sigma``, what the run itself adds to every leg, the same
+    in all its processes, which no run can see from inside): how often one run's estimate lies
+    inside the other's confidence interval (about 83% for exact 95% intervals: both estimates vary)
+    and inside its rerun interval."""
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
 
     def one_run() -> pd.DataFrame:
         where = placed(effects, placement_sigma, rng, process_sigma, processes)
+        if run_sigma:  # one offset per leg for the whole run, on top of its sets'
+            sets = where or {}
+            where = {
+                leg: list(np.asarray(sets.get(leg, np.zeros(SETS))) + rng.normal(0, run_sigma))
+                for leg in ["baseline", "A/A", *effects]
+            }
         return run_once(effects, noise, rounds, 0.5, rng, where)[0].set_index("leg")
 
     in_ci = in_rerun = total = 0
@@ -300,17 +309,26 @@ def scenario_rerun(
 
 
 def scenario_aa_bias(
-    true_pct: float, aa_bias_pct: float, noise: Noise, rounds: int, runs: int, rng: np.random.Generator
+    true_pct: float,
+    aa_bias_pct: float,
+    noise: Noise,
+    rounds: int,
+    runs: int,
+    rng: np.random.Generator,
+    process_sigma: float = 0.0,
+    processes: int = 1,
 ) -> dict:
     """A leg with a true effect in a case whose A/A copy carries a real bias of ``aa_bias_pct``
-    (the copy alone is off; the legs are not): how often the leg is quoted with the right verdict,
-    called BIASED, and covered by its interval, and how often the case is flagged."""
+    (the copy alone is off; the legs are not), every leg shifted by what each of the run's
+    ``processes`` worker processes adds (SD ``process_sigma``): how often the leg is quoted with the
+    right verdict, called BIASED, and covered by its interval, and how often the case is flagged."""
     effects = {"x": true_pct, "A/A": aa_bias_pct}
     legs = legs_for({"x": true_pct})
     right = "FASTER" if true_pct > 0 else "SLOWER" if true_pct < 0 else "SAME"
     hits = biased = covered = flagged = wrong = 0
     for _ in range(runs):
-        table, summaries = leg_effects(samples_for(effects, noise, rounds, rng), legs, 0.5)
+        where = placed({"x": true_pct}, 0.0, rng, process_sigma, processes)
+        table, summaries = leg_effects(samples_for(effects, noise, rounds, rng, placement=where), legs, 0.5)
         row = table.set_index("leg").loc["x"]
         hits += row["verdict"] == right
         biased += row["verdict"] == "BIASED"
