@@ -33,6 +33,7 @@ QUIET = Noise(sample_sigma=0.003, round_sigma=0.001)
 STILL = Noise(sample_sigma=0.0001, round_sigma=0.00005, drift_sigma=0.0)  # a kernel whose time hardly moves
 NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
 HALF_PCT = Noise(sample_sigma=0.005, round_sigma=0.001)  # issue 54's "0.5% sample noise"
+TENTH_PCT = Noise(sample_sigma=0.001, round_sigma=0.0003)  # issue 54's short kernel "at 0.1% noise"
 
 
 def main() -> None:
@@ -94,6 +95,13 @@ def main() -> None:
                 lambda noise=noise, phase=phase: scenario_tick(200.0, 6410, Tick(32, phase), noise, 16, n, rng)
             )
             for name, noise in (("still", STILL), ("quiet", QUIET))
+            for phase in (False, True)
+        },
+        # issue 54: a 6.41 µs leg against an equal baseline at 0.1% noise per sample, 32 ns tick
+        **{
+            f"tick_32ns_null_0.1pct_{'phase' if phase else 'rounded'}": (
+                lambda phase=phase: scenario_tick(0.0, 6410, Tick(32, phase), TENTH_PCT, 16, n, rng)
+            )
             for phase in (False, True)
         },
         # pairs of independent runs: n // 4 pairs each

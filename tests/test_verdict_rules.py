@@ -369,16 +369,30 @@ def test_a_short_quiet_kernel_read_through_a_coarse_tick_is_covered(
     """A 6.41 µs kernel 3× faster than its baseline, both read through a 32 ns tick with almost no
     noise: every reading rounds alike, so the estimate is off by a fraction of a tick that no number
     of rounds averages away. The interval carries the rounding's bound (half a tick per leg while
-    the readings spread by less than half a tick) and covers the truth; without it, it did not."""
+    the readings spread by less than half a tick; a fifth of one — the trimmed mean's cut — for the
+    6.41 µs leg whose random-phase readings step between two ticks, 0.41 of the way, in most
+    rounds; the 19.23 µs baseline sits 0.94 of the way and reads one value in most rounds) and
+    covers the truth; without it, it did not."""
     import kprof.analysis.run_effects as run_effects
 
     tick = sim.Tick(32, phase)
     out = sim.scenario_tick(200.0, 6410, tick, QUIET_KERNEL, 16, 40, np.random.default_rng(7))
     assert out["coverage"] >= 0.9 and out["FASTER"] == 1.0
-    assert out["median_tick_bound_pct"] == pytest.approx(100 * (16 / 6410 + 16 / 19230), rel=0.1)
+    leg_bound = run_effects.TRIM * 32 if phase else 16
+    assert out["median_tick_bound_pct"] == pytest.approx(100 * (leg_bound / 6410 + 16 / 19230), rel=0.1)
     monkeypatch.setattr(run_effects, "tick_bounds", lambda samples, quantum: {})
     unbounded = sim.scenario_tick(200.0, 6410, tick, QUIET_KERNEL, 16, 40, np.random.default_rng(7))
     assert unbounded["coverage"] <= 0.75
+
+
+def test_a_quiet_short_kernel_read_at_random_phase_can_be_same() -> None:
+    """Issue 54: a 6.41 µs kernel at 0.1% noise against itself, through a 32 ns tick. Readings
+    that step between two ticks come from random start phases, whose mean is exact: the bound is
+    the trimmed mean's cut (a fifth of a tick), not half a tick per leg (0.50% a comparison, the
+    threshold itself: no leg could read SAME)."""
+    noise = sim.Noise(sample_sigma=0.001, round_sigma=0.0003)
+    out = sim.scenario_tick(0.0, 6410, sim.Tick(32, True), noise, 16, 40, np.random.default_rng(7))
+    assert out["median_tick_bound_pct"] < 0.25 and out["SAME"] >= 0.8 and out["coverage"] >= 0.95, out
 
 
 def test_the_tick_is_found_from_quiet_legs_and_its_bound_fades_with_spread() -> None:
@@ -392,6 +406,7 @@ def test_the_tick_is_found_from_quiet_legs_and_its_bound_fades_with_spread() -> 
     assert timer_quantum(samples) == pytest.approx(32, rel=0.1)
     assert tick_bias_ns(32, 0.0) == 16
     assert tick_bias_ns(32, 14.0) == 16  # below half a tick once the rounding's own spread is taken off
+    assert tick_bias_ns(32, 14.0, dithered=True) == pytest.approx(6.4)  # random phase: the trim's cut
     assert tick_bias_ns(32, 32.0) < 0.01 * 32
 
 

@@ -122,29 +122,41 @@ def timer_quantum(samples: pd.DataFrame) -> float | None:
     return smallest
 
 
-def tick_bias_ns(quantum: float, spread: float) -> float:
-    """The most a timer's rounding can bias the mean of a duration read through it (ns), given the
-    spread (SD) of its readings. The readings' own spread overstates the spread underneath by the
-    rounding's q²/12 (Sheppard), so that is taken off first. Below half a tick of spread the readings
-    may all round alike, by up to half a tick; from there the rounding dithers and the bias of a
-    rounded mean falls as Σₖ q/(πk)·exp(−2π²k²σ²/q²) (Widrow's quantization theorem, Gaussian
-    spread; two timestamps per duration), under 0.5% of a tick."""
+def tick_bias_ns(quantum: float, spread: float, dithered: bool = False) -> float:
+    """The most a timer's rounding can bias the round statistic of a duration read through it (ns),
+    given the spread (SD) of its readings. The readings' own spread overstates the spread
+    underneath by the rounding's q²/12 (Sheppard), so that is taken off first. Below half a tick of
+    spread, readings that all round alike are off by up to half a tick; readings that step between
+    neighbouring ticks (``dithered``) come from starts at random points of a tick — kernel starts
+    are not synchronised with the timer — whose mean is exact, so only the trimmed mean's cut can
+    bias them: by at most TRIM of a tick (it drops the rarer value first). From half a tick the
+    rounding dithers and the bias of a rounded mean falls as Σₖ q/(πk)·exp(−2π²k²σ²/q²) (Widrow's
+    quantization theorem, Gaussian spread; two timestamps per duration), under 0.5% of a tick."""
     sigma = math.sqrt(max(spread**2 - quantum**2 / 12, 0.0)) if math.isfinite(spread) else 0.0
     if sigma < quantum / 2:
-        return quantum / 2
+        return TRIM * quantum if dithered else quantum / 2
     k = np.arange(1, 65)
     return float(2 * np.sum(quantum / (np.pi * k) * np.exp(-2 * np.pi**2 * k**2 * sigma**2 / quantum**2)))
 
 
+DITHERED_ROUNDS = 0.5  # a leg whose readings step between ticks in at least this share of rounds
+
+
 def tick_bounds(samples: pd.DataFrame, quantum: float | None) -> dict[str, float]:
     """Each leg's rounding bias bound in log units (the bias over its median time), from the spread
-    of its samples within a round (median over rounds); empty for a clock without a known tick."""
+    of its samples within a round (median over rounds) and whether they step between ticks within
+    a round (in at least DITHERED_ROUNDS of them); empty for a clock without a known tick."""
     if not quantum:
         return {}
     timed = samples[~samples["burn_in"] & (samples["time_ns"] > 0)]
-    spread = timed.groupby(["leg", "round"], sort=False)["time_ns"].std().groupby(level="leg", sort=False).median()
+    by_round = timed.assign(tick=np.round(timed["time_ns"] / quantum)).groupby(["leg", "round"], sort=False)
+    spread = by_round["time_ns"].std().groupby(level="leg", sort=False).median()
+    dithered = by_round["tick"].nunique().gt(1).groupby(level="leg", sort=False).mean() >= DITHERED_ROUNDS
     typical = timed.groupby("leg", sort=False)["time_ns"].median()
-    return {str(leg): tick_bias_ns(quantum, float(spread.get(leg, 0.0))) / float(t) for leg, t in typical.items()}
+    return {
+        str(leg): tick_bias_ns(quantum, float(spread.get(leg, 0.0)), bool(dithered.get(leg, False))) / float(t)
+        for leg, t in typical.items()
+    }
 
 
 def per_round_logs(rounds: pd.DataFrame, case: str) -> pd.DataFrame:
