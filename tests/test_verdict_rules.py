@@ -395,6 +395,28 @@ def test_a_quiet_short_kernel_read_at_random_phase_can_be_same() -> None:
     assert out["median_tick_bound_pct"] < 0.25 and out["SAME"] >= 0.8 and out["coverage"] >= 0.95, out
 
 
+def test_readings_one_tick_apart_are_dithered_and_jitter_about_one_value_is_not() -> None:
+    """Readings at 16 ns past a 32 ns tick, jittering by ±1 ns about one value, read one value
+    (half a tick of bound) however they round; readings a tick apart step between ticks (a fifth)."""
+    from kprof.analysis.run_effects import TRIM, tick_bounds
+
+    rng = np.random.default_rng(0)
+    rounds = np.repeat(np.arange(1, 17), 10)
+    one_value = 200 * 32 + 16 + rng.choice([-1.0, 1.0], rounds.size)
+    two_values = 200 * 32 + 32.0 * rng.integers(0, 2, rounds.size)
+    samples = pd.DataFrame(
+        {
+            "leg": np.repeat(["still", "stepping"], rounds.size),
+            "round": np.tile(rounds, 2),
+            "time_ns": np.concatenate([one_value, two_values]),
+            "burn_in": False,
+        }
+    )
+    bounds = tick_bounds(samples, 32.0)
+    assert bounds["still"] == pytest.approx(16 / (200 * 32 + 16), rel=0.01)
+    assert bounds["stepping"] == pytest.approx(TRIM * 32 / (200 * 32 + 32), rel=0.1)
+
+
 def test_the_tick_is_found_from_quiet_legs_and_its_bound_fades_with_spread() -> None:
     from kprof.analysis.run_effects import tick_bias_ns, timer_quantum
 

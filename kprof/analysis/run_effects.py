@@ -149,9 +149,10 @@ def tick_bounds(samples: pd.DataFrame, quantum: float | None) -> dict[str, float
     if not quantum:
         return {}
     timed = samples[~samples["burn_in"] & (samples["time_ns"] > 0)]
-    by_round = timed.assign(tick=np.round(timed["time_ns"] / quantum)).groupby(["leg", "round"], sort=False)
-    spread = by_round["time_ns"].std().groupby(level="leg", sort=False).median()
-    dithered = by_round["tick"].nunique().gt(1).groupby(level="leg", sort=False).mean() >= DITHERED_ROUNDS
+    by_round = timed.groupby(["leg", "round"], sort=False)["time_ns"]
+    spread = by_round.std().groupby(level="leg", sort=False).median()
+    steps = (by_round.max() - by_round.min()) >= quantum / 2  # two readings a tick apart, not jitter
+    dithered = steps.groupby(level="leg", sort=False).mean() >= DITHERED_ROUNDS
     typical = timed.groupby("leg", sort=False)["time_ns"].median()
     return {
         str(leg): tick_bias_ns(quantum, float(spread.get(leg, 0.0)), bool(dithered.get(leg, False))) / float(t)
