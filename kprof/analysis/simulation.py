@@ -225,12 +225,14 @@ def placed(
     rng: np.random.Generator,
     process_sigma: float = 0.0,
     processes: int = 1,
+    run_sigma: float = 0.0,
 ) -> dict[str, list[float]] | None:
     """A log effect per buffer set for every leg (baseline and A/A included): where its buffers
-    lie (SD ``sigma`` per set) plus what the worker process holding the set adds (SD
+    lie (SD ``sigma`` per set), plus what the worker process holding the set adds (SD
     ``process_sigma`` per process; the sets dealt to ``processes`` processes as a run deals them,
-    kprof.parts). None when both are 0."""
-    if not sigma and not process_sigma:
+    kprof.parts), plus what the run itself adds to the leg (SD ``run_sigma``, the same in every
+    set and process: what no run can see from inside). None when all are 0."""
+    if not sigma and not process_sigma and not run_sigma:
         return None
     out = {n: rng.normal(0, sigma, SETS) for n in ["baseline", "A/A", *effects]}
     if process_sigma:
@@ -238,6 +240,8 @@ def placed(
         for part in case_parts(SETS, SETS, processes):
             owner[list(part.sets)] = part.index
         out = {n: v + rng.normal(0, process_sigma, processes)[owner] for n, v in out.items()}
+    if run_sigma:
+        out = {n: v + rng.normal(0, run_sigma) for n, v in out.items()}
     return {n: list(v) for n, v in out.items()}
 
 
@@ -288,13 +292,7 @@ def scenario_rerun(
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
 
     def one_run() -> pd.DataFrame:
-        where = placed(effects, placement_sigma, rng, process_sigma, processes)
-        if run_sigma:  # one offset per leg for the whole run, on top of its sets'
-            sets = where or {}
-            where = {
-                leg: list(np.asarray(sets.get(leg, np.zeros(SETS))) + rng.normal(0, run_sigma))
-                for leg in ["baseline", "A/A", *effects]
-            }
+        where = placed(effects, placement_sigma, rng, process_sigma, processes, run_sigma)
         return run_once(effects, noise, rounds, 0.5, rng, where)[0].set_index("leg")
 
     in_ci = in_rerun = total = 0
@@ -426,8 +424,7 @@ def scenario_gate_runs(
     and, with a regression, that fail on ``x`` (detection)."""
 
     def one_run(effects: dict[str, float], shift: float) -> pd.DataFrame:
-        where = placed(effects, 0.0, rng, process_sigma, processes) or {}
-        where = {leg: list(np.asarray(v) + rng.normal(0, run_sigma)) for leg, v in where.items()}
+        where = placed(effects, 0.0, rng, process_sigma, processes, run_sigma)
         samples = samples_for(effects, noise, rounds, rng, placement=where)
         samples["time_ns"] *= 1 + shift / 100
         return round_statistics(samples)
