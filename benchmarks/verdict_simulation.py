@@ -124,6 +124,17 @@ def main() -> None:
             )
             for name, noise in (("quiet", QUIET), ("noisy", NOISY))
         },
+        # the same runs told that spread (--between-runs): the SD of a leg's effect between runs,
+        # 0.3%·√2 = 0.42% (the leg's and the baseline's offsets), and half that (an underestimate)
+        **{
+            f"rerun_{name}_16_process_0.3_p2_run_0.3_told_{told:g}": (
+                lambda noise=noise, told=told: scenario_rerun(
+                    [0.0, 2.0, 10.0], noise, 16, n // 4, rng, 0.0, 0.003, 2, 0.003, told
+                )
+            )
+            for name, noise in (("quiet", QUIET), ("noisy", NOISY))
+            for told in (0.42, 0.21)
+        },
         # compare's gate on two runs of the same legs: B's machine 0.5% slower, every leg shifted by
         # each worker process (SD 0.3%, drawn anew per run); one leg 2% slower or none; n // 4 pairs
         **{

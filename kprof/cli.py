@@ -99,6 +99,13 @@ QuietOption = Annotated[
 HideSameOption = Annotated[
     bool, typer.Option("--hide-same", help="Leave SAME rows out of the tables (JSON and CSV keep every row).")
 ]
+BetweenRunsOption = Annotated[
+    float | None,
+    typer.Option(
+        "--between-runs",
+        help="SD (percent) of a leg's effect between fresh runs, folded into every interval (default: the run's).",
+    ),
+]
 
 
 class SortOrder(str, Enum):
@@ -495,6 +502,7 @@ def attribute_command(
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's own).")
     ] = None,
+    between_runs: BetweenRunsOption = None,
     out: Annotated[Path | None, typer.Option(help="Run folder to write when running.")] = None,
     fmt: Annotated[
         AttributeFormat, typer.Option("--format", help="table, md, json, csv or html (with plots).")
@@ -517,11 +525,16 @@ def attribute_command(
     from kprof.engine.options import RunRequest
 
     _output_kind(output, HTML_TOO)  # before a workload is run for it
+    if between_runs is not None:
+        defaults.check_between_runs(between_runs)
     root = stored_run(subject)
     if root is None:
-        threshold_pct = threshold if threshold is not None else defaults.THRESHOLD_PCT
         request = RunRequest(
-            workload=subject, threshold_pct=threshold_pct, argv=sys.argv[1:], **request_fields(options)
+            workload=subject,
+            threshold_pct=threshold if threshold is not None else defaults.THRESHOLD_PCT,
+            between_runs_pct=between_runs if between_runs is not None else defaults.BETWEEN_RUNS_PCT,
+            argv=sys.argv[1:],
+            **request_fields(options),
         )
         folder = _start(request, out)
         ran = _execute_and_report(folder, TableFormat.table, show_report=fmt.value == "table", quiet=quiet)
@@ -531,7 +544,7 @@ def attribute_command(
     from kprof.commands.analyse import attribute
     from kprof.report.attribution_report import attribution_document, render_html
 
-    result = attribute(root, threshold)
+    result = attribute(root, threshold, between_runs)
     doc = attribution_document(result)
     if output is not None:
         from kprof.report.table import render
@@ -617,6 +630,7 @@ def report(
     threshold: Annotated[
         float | None, typer.Option(help="Practical threshold in percent (default: the run's).")
     ] = None,
+    between_runs: BetweenRunsOption = None,
     hide_same: HideSameOption = False,
     sort: SortOption = SortOrder.run,
 ) -> None:
@@ -630,12 +644,14 @@ def report(
     _output_kind(output)
     if threshold is not None:
         defaults.check_threshold(threshold)
+    if between_runs is not None:
+        defaults.check_between_runs(between_runs)
     if (run_dir / BISECT_FILE).is_file():
         from kprof.report.bisect_report import bisect_document
 
         _write(bisect_document(Bisect.load(run_dir)), fmt, output)
         return
-    _write(run_document(analyse_run(run_dir, threshold), View(hide_same, sort.value)), fmt, output)
+    _write(run_document(analyse_run(run_dir, threshold, between_runs), View(hide_same, sort.value)), fmt, output)
 
 
 @command(epilog=examples("cache"))

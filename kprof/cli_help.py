@@ -119,6 +119,7 @@ METAVARS = {
     "--device": "cuda|cpu",
     "--dtype": "DTYPE",
     "--threshold": "PCT",
+    "--between-runs": "PCT",
     "--revisions": "A..B",
     "--rev": "REV",
     "--repo": "DIR",

@@ -15,6 +15,7 @@ CAPTURES = "per-round"  # graphs captured afresh every round
 SEED = 0
 AA_COPIES = 1
 THRESHOLD_PCT = 0.5  # the practical threshold of SAME, in percent
+BETWEEN_RUNS_PCT = 0.0  # a known SD of a leg's effect between fresh runs, in every interval (none)
 
 
 def check_threshold(pct: float) -> None:
@@ -23,3 +24,9 @@ def check_threshold(pct: float) -> None:
         raise KprofInputError(
             "--threshold", f"is {pct:g}: a threshold is a percent ≥ 0 ({THRESHOLD_PCT:g} is the default)"
         )
+
+
+def check_between_runs(pct: float) -> None:
+    """The spread between fresh runs is an SD in percent: ≥ 0 and below 100."""
+    if not (math.isfinite(pct) and 0 <= pct < 100):
+        raise KprofInputError("--between-runs", f"is {pct:g}: the SD of an effect between fresh runs, a percent ≥ 0")

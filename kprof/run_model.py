@@ -440,6 +440,7 @@ class Run:
     placement: Placement = field(default_factory=lambda: Placement())
     seed: int = defaults.SEED
     threshold_pct: float = defaults.THRESHOLD_PCT
+    between_runs_pct: float = defaults.BETWEEN_RUNS_PCT  # --between-runs: a known SD between fresh runs
     dtype: str = ""
     design: str = ""
     preset: str = ""
@@ -543,6 +544,8 @@ class Run:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
         if not (math.isfinite(run.threshold_pct) and run.threshold_pct >= 0):
             raise KprofInputError(where, f"holds threshold_pct {run.threshold_pct}: a threshold is a percent ≥ 0")
+        if not (math.isfinite(run.between_runs_pct) and 0 <= run.between_runs_pct < 100):
+            raise KprofInputError(where, f"holds between_runs_pct {run.between_runs_pct}: an SD in percent ≥ 0")
         run.legs = legs
         run.extra = {k: v for k, v in d.items() if k not in _MODELLED}
         if sum(leg.has(Role.BASELINE) for leg in run.legs) != 1:

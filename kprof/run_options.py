@@ -174,6 +174,16 @@ OPTIONS: dict[str, Option] = {
     "threshold_pct": Option(
         float, defaults.THRESHOLD_PCT, typer.Option("--threshold", help="Practical threshold in percent.")
     ),
+    "between_runs_pct": Option(
+        float,
+        defaults.BETWEEN_RUNS_PCT,
+        typer.Option(
+            "--between-runs",
+            help="SD (percent) of a leg's effect between fresh runs, measured before (kprof compare on "
+            "folders of fresh runs prints it); folded into every interval, whose rerun interval then "
+            "holds a fresh run's estimate. One run cannot see it.",
+        ),
+    ),
     "revisions": Option(
         str | None,
         None,
@@ -247,8 +257,8 @@ WORKLOAD_PROTOCOL = ["rounds", "samples", "buffer_sets", "buffers"]
 RUN = [
     "preset", "case_filter", "design", "target", "sweep", "sweep_baseline", *WORKLOAD_PROTOCOL, "processes",
     "aa_copies", "timer_mode", "captures", "no_graphs", "gpus", "aa_across_gpus", "ray", "torch_leg", "collector",
-    "legs", "seed", "device", "dtype", "threshold_pct", "revisions", "revs", "repo", "allow_changed_outputs", "setup",
-    "paths", "in_tree", "steps", "metric",
+    "legs", "seed", "device", "dtype", "threshold_pct", "between_runs_pct", "revisions", "revs", "repo",
+    "allow_changed_outputs", "setup", "paths", "in_tree", "steps", "metric",
 ]  # fmt: skip
 CALIBRATE = [
     "preset", "case_filter", "target", "plants", "aa_copies", *WORKLOAD_PROTOCOL, "device", "timer_mode",

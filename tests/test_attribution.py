@@ -258,3 +258,36 @@ def test_one_lever_prints_one_interval_for_one_quantity(tmp_path: Path) -> None:
         ), design
     assert rows.loc["leave_one_out", "same_as_leg"] == "f"
     assert rows.loc["unexplained", "effect_pct"] == 0.0 and rows.loc["unexplained", "verdict"] == "SAME"
+
+
+def test_a_spread_between_runs_widens_each_quantity_by_its_weight_in_leg_effects() -> None:
+    """--between-runs: every leg's time moves by its own offset between fresh runs, so a quantity
+    Σ w·ln t moves by √(Σw²/2) leg effects: leave-one-out and add-one by one, a three-lever
+    Shapley value by √(5/18) (weights ±1/3 on four legs, ±1/6 on four). Each side of its interval
+    grows by that much of 1.96·SD in quadrature, and no more."""
+    from kprof.analysis import stats as S
+    from kprof.analysis.attribution import offset_weights
+    from kprof.analysis.run_effects import per_round_logs, round_statistics
+    from kprof.designs import LegValues, Quantity
+
+    samples, legs = _samples()
+    logs = per_round_logs(round_statistics(samples), "c")
+    weights = offset_weights(LegValues(logs, legs, LEVERS))
+    assert weights[Quantity("leave_one_out", "a")] == pytest.approx(1.0)
+    assert weights[Quantity("add_one", "b")] == pytest.approx(1.0)
+    assert weights[Quantity("shapley", "a")] == pytest.approx(math.sqrt(5 / 18))
+
+    def sides(between_pct: float) -> pd.DataFrame:
+        effects, summaries = leg_effects(samples, legs, 0.5, between_runs_pct=between_pct)
+        table = attribute_run(samples, legs, LEVERS, summaries, effects).set_index(["design", "lever"])
+        est = -np.log1p(table["effect_pct"] / 100)
+        return pd.DataFrame(
+            {"low": est + np.log1p(table["ci_high_pct"] / 100), "high": -np.log1p(table["ci_low_pct"] / 100) - est}
+        )
+
+    before, after = sides(0.0), sides(0.5)
+    for design, lever, weight in (("shapley", "a", math.sqrt(5 / 18)), ("leave_one_out", "b", 1.0)):
+        added = S.between_runs_half_width(0.5, weight)
+        for side in ("low", "high"):
+            grown = math.sqrt(after.loc[(design, lever), side] ** 2 - before.loc[(design, lever), side] ** 2)
+            assert grown == pytest.approx(added, rel=1e-6), (design, lever, side)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
@@ -49,7 +51,7 @@ def test_hide_same_leaves_same_rows_out_of_tables_and_says_so() -> None:
 def test_sort_by_effect_puts_the_largest_gain_first_under_the_reference() -> None:
     rows = md_rows(invoke("report", str(GDN), "--format", "md", "--sort", "effect"), "step-b32-hv32")
     assert rows[0][-1] == "REFERENCE"
-    effects = [float(re.match(r"([+-][\d,.]+)%", r[-2]).group(1).replace(",", "")) for r in rows[1:]]
+    effects = [float(re.match(r"([+-][\d,.]+)%", r[-3]).group(1).replace(",", "")) for r in rows[1:]]
     assert effects == sorted(effects, reverse=True) and len(effects) >= 10
     by_time = md_rows(invoke("report", str(GDN), "--format", "md", "--sort", "time"), "step-b32-hv32")
     times = [float(r[1].replace(",", "")) for r in by_time[1:]]
@@ -100,3 +102,26 @@ def test_the_cases_pooled_placement_spread_is_in_the_json_and_the_placement_line
     assert aa["pooled_placement_pct"] > 0
     line = f"spread pooled over the legs ±{aa['pooled_placement_pct']:.2f}%, in every interval"
     assert line in invoke("report", str(TWICE / "mla_end_1"), "--format", "md")
+
+
+def test_a_spread_between_runs_widens_every_interval_and_the_rerun_column_says_where_a_run_lands() -> None:
+    """`kprof report --between-runs 0.3`: each leg's interval gains 1.96·0.3% in quadrature on each
+    side, the rerun column is that interval √2 wider about the estimate, the footer names the
+    spread; a negative one is refused in one line."""
+    run = str(TWICE / "mla_end_1")
+    plain = {r["leg"]: r for r in json.loads(invoke("report", run, "--format", "json"))["legs"]}
+    told = {r["leg"]: r for r in json.loads(invoke("report", run, "--format", "json", "--between-runs", "0.3"))["legs"]}
+    row, wide = plain["plain PyTorch"], told["plain PyTorch"]
+    assert wide["effect_pct"] == row["effect_pct"]
+
+    def high_side(r: dict, low: str) -> float:  # log distance from the estimate to the interval's slow end
+        return float(np.log1p(r["effect_pct"] / 100) - np.log1p(r[low] / 100))
+
+    grown = np.sqrt(high_side(wide, "ci_low_pct") ** 2 - high_side(row, "ci_low_pct") ** 2)
+    assert grown == pytest.approx(1.959964 * np.log1p(0.003), rel=1e-4)
+    assert high_side(wide, "rerun_low_pct") == pytest.approx(np.sqrt(2) * high_side(wide, "ci_low_pct"), rel=1e-9)
+    md = invoke("report", run, "--format", "md", "--between-runs", "0.3")
+    assert "fresh runs differ by ±0.30% SD per leg (--between-runs), in every interval" in md
+    assert "a rerun lands in" in md.split("**h12-c16**", 1)[1].splitlines()[2]
+    res = CliRunner().invoke(app, ["report", run, "--between-runs", "-1"])
+    assert res.exit_code == 2 and res.stderr.startswith("kprof: error: --between-runs: is -1")

@@ -235,6 +235,18 @@ def test_an_offset_of_the_whole_run_is_invisible_from_inside_it() -> None:
     )
 
 
+def test_a_spread_between_runs_told_to_the_run_puts_a_rerun_inside_its_rerun_interval() -> None:
+    """The offset of the whole run above (SD 1% per leg's time, so 1.41% per leg's effect), passed
+    as --between-runs: the rerun interval then holds the other run's estimate; half of it, not."""
+    quiet = sim.Noise(0.003, 0.001)
+
+    def inside(told: float) -> float:
+        rng = np.random.default_rng(7)
+        return sim.scenario_rerun([0.0, 2.0], quiet, 16, 12, rng, 0.0, 0.0, 4, 0.01, told)["inside_rerun_interval"]
+
+    assert inside(1.41) >= 0.9 and inside(0.7) < 0.9 and inside(0.0) < 0.8
+
+
 def test_process_offsets_flag_clean_cases_unless_each_set_has_a_process() -> None:
     """A clean case's A/A copy shifted by its worker processes like every leg (SD 1%): one process
     cannot tell that shift from a bias (flagged in most runs); one buffer set per process puts it in

@@ -63,7 +63,9 @@ def attribute_run(
         summary = summaries.get(case)
         threshold = S.pct_threshold_to_log(summary.threshold_pct if summary else defaults.THRESHOLD_PCT)
         leg_rows = effects[effects["case"] == case].set_index("leg") if len(effects) else pd.DataFrame()
-        series = lever_values(LegValues(logs, legs, tuple(levers)))
+        per_leg = LegValues(logs, legs, tuple(levers))
+        series = lever_values(per_leg)
+        weights = offset_weights(per_leg) if summary is not None and summary.between_runs_pct > 0 else {}
         sets = round_sets(samples[samples["case"] == case])
         set_of_round = sets.reindex(logs.index).to_numpy() if sets is not None else None
         same_as = _same_as_legs(series, logs, leg_rows)
@@ -88,7 +90,9 @@ def attribute_run(
                 row, n = eff.row(), eff.rounds
             else:
                 tick = summary.derived_tick if summary else 0.0
-                eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick)
+                between = S.between_runs_half_width(summary.between_runs_pct, weights[key]) if weights else 0.0
+                width = float(np.hypot(terms[key].half_width, between))
+                eff = placed_effect(values.to_numpy(), width, threshold, bias, tick)
                 row, n = eff.row(), eff.rounds
             if summary is not None and summary.distrust:
                 row["verdict"] = distrusted(row["verdict"])
@@ -128,8 +132,21 @@ def _same_as_legs(series: dict[Quantity, pd.Series], logs: pd.DataFrame, leg_row
     return out
 
 
-def _judged(series: pd.Series, threshold: float, bias: float, tick: float) -> dict[str, Any]:
-    return placed_effect(series.to_numpy(), 0.0, threshold, bias, tick).row()
+def _judged(series: pd.Series, threshold: float, bias: float, tick: float, between: float) -> dict[str, Any]:
+    return placed_effect(series.to_numpy(), between, threshold, bias, tick).row()
+
+
+def offset_weights(values: LegValues) -> dict[Quantity, float]:
+    """Each quantity's size in leg effects where every leg's time moves by its own offset between
+    fresh runs: √(Σw²/2) for the quantity Σ w·ln t (1 for a leg against its baseline). The
+    quantities are linear in the legs' log times, so each leg's weight is the quantity's value
+    where that leg alone reads 1."""
+    columns = values.logs.columns
+    unit = pd.DataFrame(np.eye(len(columns)), index=columns, columns=columns)
+    return {
+        key: float(np.sqrt((w.to_numpy() ** 2).sum() / 2))
+        for key, w in lever_values(LegValues(unit, values.legs, values.levers)).items()
+    }
 
 
 def _trend(per_dose: list[pd.Series]) -> float:
@@ -165,6 +182,7 @@ def sweep_table(
         threshold = S.pct_threshold_to_log(summary.threshold_pct if summary else defaults.THRESHOLD_PCT)
         bias = summary.bias if summary else 0.0
         tick = summary.tick if summary else lambda *legs: 0.0
+        between = S.between_runs_half_width(summary.between_runs_pct if summary else 0.0)
         trend_p = _trend([logs[n] for _, n in doses])
         lever_trend_p = _trend([logs[n] - logs[baseline_at[v]] for v, n in paired])
         for value, leg in doses:
@@ -175,11 +193,13 @@ def sweep_table(
                 **(columns or {}).get(case, {}).get(str(value), {}),
                 time_us=float(np.exp(logs[leg]).median() / 1e3),
                 rounds=len(logs),
-                **_judged(logs[leg] - logs[target], threshold, bias, tick(leg, target)),
+                **_judged(logs[leg] - logs[target], threshold, bias, tick(leg, target), between),
                 trend_p=trend_p,
             )
             if baseline_at.get(value) in logs:
-                lever = _judged(logs[leg] - logs[baseline_at[value]], threshold, bias, tick(leg, baseline_at[value]))
+                lever = _judged(
+                    logs[leg] - logs[baseline_at[value]], threshold, bias, tick(leg, baseline_at[value]), between
+                )
                 row.update({f"lever_{k}": v for k, v in lever.items()}, lever_trend_p=lever_trend_p)
             if summary is not None and summary.distrust:
                 row.update({k: distrusted(row[k]) for k in ("verdict", "lever_verdict") if k in row})

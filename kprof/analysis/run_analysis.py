@@ -73,15 +73,19 @@ class RunTables:
     warnings: list[str] = field(default_factory=list)
 
 
-def analyse(run: Run, tables: RunTables, threshold_pct: float | None = None) -> RunReport:
+def analyse(
+    run: Run, tables: RunTables, threshold_pct: float | None = None, between_runs_pct: float | None = None
+) -> RunReport:
     """The run's report from its tables: effects per leg and the A/A gate, per-kernel effects, the
-    sequence of a range's commits, calibration, the sign rule, races."""
+    sequence of a range's commits, calibration, the sign rule, races. ``threshold_pct`` and
+    ``between_runs_pct`` replace the run's own (kprof report --threshold, --between-runs)."""
     samples = tables.samples
     if run.is_program:
         cases = samples["case"].astype(str)
         samples = samples.assign(case=cases.map(kernel_case_labels(cases.unique())))
     threshold = run.threshold_pct if threshold_pct is None else threshold_pct
-    effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call)
+    between = run.between_runs_pct if between_runs_pct is None else between_runs_pct
+    effects, summaries = leg_effects(samples, run.legs, threshold, run.bytes_per_call, between)
     kernels = tables.kernels
     kernel_effects = pd.DataFrame()
     if not kernels.empty:  # --collector torch: each kernel of each case becomes a case of its own
@@ -93,7 +97,7 @@ def analyse(run: Run, tables: RunTables, threshold_pct: float | None = None) -> 
             burn_in=False,
             timer="torch",
         )
-        kernel_effects, _ = leg_effects(as_samples, run.legs, threshold)
+        kernel_effects, _ = leg_effects(as_samples, run.legs, threshold, between_runs_pct=between)
     sequence = pd.DataFrame()
     if any(leg.has(Role.SEQUENCE) for leg in run.legs):  # the answer a sequence run is for, in its report
         levers = attribute_run(samples, run.legs, run.lever_names, summaries, effects)

@@ -78,6 +78,7 @@ class CaseSummary:
     timer: str = ""  # the short name of the timer of this case's samples (cuda-events, cuda-kernel-time, …)
     ticks: dict[str, float] = field(default_factory=dict)  # each leg's timer-rounding bias bound, log units
     distrust: str = ""  # why no verdict of this case stands: its baseline disagrees with its own A/A copy
+    between_runs_pct: float = 0.0  # the known SD of a leg's effect between fresh runs, in every interval
 
     def tick(self, *legs: str) -> float:
         """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
@@ -186,11 +187,27 @@ class _CaseTerms:
     aa_placement: S.PlacementTerm
     aa: S.Effect | None
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
+    between_pct: float = 0.0  # the known SD of a leg's effect between fresh runs (percent)
     distrust: str = ""
+
+    @property
+    def between(self) -> float:
+        """What the spread between fresh runs adds to a leg's interval (log units, in quadrature)."""
+        return S.between_runs_half_width(self.between_pct)
+
+    def placement_width(self, leg: str) -> float:
+        """A leg's placement term with the spread between fresh runs, in quadrature (log units)."""
+        return float(np.hypot(self.placement.terms[leg].half_width, self.between))
 
 
 def _case_terms(
-    samples: pd.DataFrame, logs: pd.DataFrame, legs: list[Leg], baseline: str, aa_names: list[str], threshold_pct: float
+    samples: pd.DataFrame,
+    logs: pd.DataFrame,
+    legs: list[Leg],
+    baseline: str,
+    aa_names: list[str],
+    threshold_pct: float,
+    between_pct: float = 0.0,
 ) -> _CaseTerms:
     by_name = {leg.name: leg for leg in legs}
     aa_leg = aa_names[0] if aa_names else None
@@ -210,11 +227,15 @@ def _case_terms(
     copies = [name for name in aa_names if name in d_all]
     bias = bias_bound(d_all, copies, tested, n_placements, tick_of)
     aa_placement = placement.terms.get(aa_leg, S.PlacementTerm()) if aa is not None else S.PlacementTerm()
-    if aa is not None:  # the A/A row's own numbers: the footer prints what the row prints
-        aa = placed_effect(d_all[aa_leg].to_numpy(), aa_placement.half_width, threshold, tick=tick_of[aa_leg])
-    own = {
-        c: placed_effect(d_all[c].to_numpy(), placement.terms[c].half_width, threshold, tick=tick_of[c]) for c in copies
-    }
+    between = S.between_runs_half_width(between_pct)
+
+    def copy_effect(c: str) -> S.Effect:  # an A/A row's own numbers: the footer prints what the row prints
+        width = float(np.hypot(placement.terms[c].half_width, between))
+        return placed_effect(d_all[c].to_numpy(), width, threshold, tick=tick_of[c])
+
+    if aa is not None:
+        aa = copy_effect(aa_leg)
+    own = {c: copy_effect(c) for c in copies}
     return _CaseTerms(
         logs=logs,
         d_all=d_all,
@@ -231,6 +252,7 @@ def _case_terms(
         aa_placement=aa_placement,
         aa=aa,
         case_wide=S.case_wide(tested),
+        between_pct=between_pct,
         distrust=baseline_distrust(baseline, own),
     )
 
@@ -260,7 +282,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     the interval a leg like the A/A prints."""
     n = len(t.d_all)
     bound = t.bias + t.tick_of.get(aa_leg or "", 0.0)
-    widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.placement.legs)
+    widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.placement.legs, t.between)
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     return CaseSummary(
@@ -282,6 +304,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         distrust=t.distrust,
         timer=", ".join(sorted({str(x).split(" ")[0] for x in samples["timer"].unique()})),
         ticks=t.ticks,
+        between_runs_pct=t.between_pct,
     )
 
 
@@ -300,7 +323,7 @@ def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str
     else:
         own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
         placement, tick = t.placement.terms[leg.name], t.tick_of[leg.name]
-        eff = placed_effect(t.d_all[leg.name].to_numpy(), placement.half_width, t.threshold, own_bias, tick)
+        eff = placed_effect(t.d_all[leg.name].to_numpy(), t.placement_width(leg.name), t.threshold, own_bias, tick)
         if t.distrust and not leg.has(Role.AA):
             eff = replace(eff, verdict=distrusted(eff.verdict))
         row.update(
@@ -342,9 +365,12 @@ def leg_effects(
     legs: list[Leg],
     threshold_pct: float,
     bytes_per_call: dict[str, dict[str, int]] | None = None,
+    between_runs_pct: float = 0.0,
 ) -> tuple[pd.DataFrame, dict[str, CaseSummary]]:
     """Effects of every leg against the baseline, per case; plus a summary (A/A gate, resolution)
-    per case. The first A/A copy gates the case; the others are reported as comparisons."""
+    per case. The first A/A copy gates the case; the others are reported as comparisons. With
+    ``between_runs_pct`` (the SD of a leg's effect between fresh runs, measured beforehand) every
+    interval also covers what a fresh run would add (stats.between_runs_half_width)."""
     rounds = round_statistics(samples)
     by_name = {leg.name: leg for leg in legs}
     baseline = next(leg.name for leg in legs if leg.has(Role.BASELINE))
@@ -358,7 +384,7 @@ def leg_effects(
             rows += _unpaired_rows(case, logs, legs)
             continue
         case_samples = samples[samples["case"] == case]
-        terms = _case_terms(case_samples, logs, legs, baseline, aa_names, threshold_pct)
+        terms = _case_terms(case_samples, logs, legs, baseline, aa_names, threshold_pct, between_runs_pct)
         summaries[case] = _case_summary(case, terms, aa_names[0] if aa_names else None, swept, case_samples)
         nbytes = (bytes_per_call or {}).get(case, {})
         rows += [_leg_row(case, by_name[leg], baseline, terms, nbytes) for leg in terms.declared]

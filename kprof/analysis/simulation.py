@@ -112,11 +112,12 @@ def run_once(
     threshold_pct: float,
     rng: np.random.Generator,
     placement: dict[str, list[float]] | None = None,
+    between_runs_pct: float = 0.0,
 ) -> tuple[pd.DataFrame, CaseSummary]:
     """One synthetic run's effects table (the legs with a true effect) and its case summary (the
-    printed resolvable effect, the rounds for SAME)."""
+    printed resolvable effect, the rounds for SAME); ``between_runs_pct`` as --between-runs."""
     samples = samples_for(effects, noise, rounds, rng, placement=placement)
-    table, summaries = leg_effects(samples, legs_for(effects), threshold_pct)
+    table, summaries = leg_effects(samples, legs_for(effects), threshold_pct, between_runs_pct=between_runs_pct)
     table = table[table["leg"].isin(list(effects))].copy()
     table["true_pct"] = table["leg"].map(effects)
     return table, summaries["c"]
@@ -282,18 +283,20 @@ def scenario_rerun(
     process_sigma: float = 0.0,
     processes: int = 1,
     run_sigma: float = 0.0,
+    between_runs_pct: float = 0.0,
 ) -> dict:
     """Pairs of independent runs of the same legs (fresh noise and, with ``placement_sigma``, buffers
     placed anew in each run; with ``process_sigma``, what each of the run's ``processes`` worker
     processes adds to every leg; with ``run_sigma``, what the run itself adds to every leg, the same
-    in all its processes, which no run can see from inside): how often one run's estimate lies
-    inside the other's confidence interval (about 83% for exact 95% intervals: both estimates vary)
-    and inside its rerun interval."""
+    in all its processes, which no run can see from inside; ``between_runs_pct``, what the runs are
+    told of that, as --between-runs): how often one run's estimate lies inside the other's
+    confidence interval (about 83% for exact 95% intervals: both estimates vary) and inside its
+    rerun interval."""
     effects = {f"e{i}": p for i, p in enumerate(true_pcts)}
 
     def one_run() -> pd.DataFrame:
         where = placed(effects, placement_sigma, rng, process_sigma, processes, run_sigma)
-        return run_once(effects, noise, rounds, 0.5, rng, where)[0].set_index("leg")
+        return run_once(effects, noise, rounds, 0.5, rng, where, between_runs_pct)[0].set_index("leg")
 
     in_ci = in_rerun = total = 0
     for _ in range(runs):

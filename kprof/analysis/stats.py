@@ -170,19 +170,28 @@ class Widening:
     and pools it with those of ``legs`` − 1 other draws for the floor, so the resolvable effect and
     the rounds for SAME are those of the interval printed: computed with the placement term added
     only where the true spread lies, they promised 80% and delivered 69–73% (the test adds the term
-    by chance to one clean leg in five); with the floor fixed at the run's value, 73–75%."""
+    by chance to one clean leg in five); with the floor fixed at the run's value, 73–75%.
+    ``between``: the half-width a known spread between fresh runs adds in quadrature
+    (:func:`between_runs_half_width`), the same in every draw."""
 
     sigma_p: float = 0.0
     placements: int = 0
     bound: float = 0.0
     case_wide: bool = False
     legs: int = 0
+    between: float = 0.0
 
     @classmethod
     def of(
-        cls, sigma_p: float, placements: int, bound: float = 0.0, case_wide: bool = False, legs: int = 0
+        cls,
+        sigma_p: float,
+        placements: int,
+        bound: float = 0.0,
+        case_wide: bool = False,
+        legs: int = 0,
+        between: float = 0.0,
     ) -> Widening:
-        return cls(max(sigma_p, 0.0), placements, bound, case_wide, legs)
+        return cls(max(sigma_p, 0.0), placements, bound, case_wide, legs, between)
 
 
 @dataclass(frozen=True)
@@ -261,8 +270,9 @@ def _modelled_rounds(sigma: float, n: int, widening: Widening, alpha: float) -> 
     k = widening.placements
     draws = _power_draws(n, k, alpha)
     if k < 2 or n <= k:
-        b = widening.bound
-        return sigma * draws.est, sigma * (draws.est - draws.low) + b, sigma * (draws.high - draws.est) + b
+        b, w = widening.bound, widening.between
+        low, high = np.hypot(sigma * (draws.est - draws.low), w), np.hypot(sigma * (draws.high - draws.est), w)
+        return sigma * draws.est, low + b, high + b
     shifts = widening.sigma_p * draws.placed
     means = sigma * draws.set_means + shifts
     sizes = draws.sizes
@@ -277,6 +287,7 @@ def _modelled_rounds(sigma: float, n: int, widening: Widening, alpha: float) -> 
     if widening.legs:  # the case's floor: this draw's excess pooled with the next legs − 1 draws' (other legs)
         pooled = np.mean([np.roll(excess, -i) for i in range(widening.legs)], axis=0)
         w = np.maximum(w, _floor_half_width(np.sqrt(np.maximum(0.0, pooled)), widening.legs, k, alpha))
+    w = np.hypot(w, widening.between)
     moved = sigma * draws.est + shifts @ sizes / n
     return (
         moved,
@@ -474,6 +485,18 @@ def _floor_half_width(pooled: Any, legs: int, placements: int, alpha: float) -> 
 def pooled_spread(spreads: dict[Any, Spread]) -> float:
     """The case's spread between buffer sets (log units): its legs' excess variances averaged, cut at 0."""
     return math.sqrt(max(0.0, sum(s.excess for s in spreads.values()) / len(spreads))) if spreads else 0.0
+
+
+def between_runs_half_width(sigma_pct: float, weight: float = 1.0, alpha: float = ALPHA) -> float:
+    """What a known spread between fresh runs adds to each side of an interval, in quadrature (log
+    units): z(1 − α/2)·σ·w, with ``sigma_pct`` the SD of one leg's effect between runs (percent of
+    time) and ``weight`` the quantity's size in such effects (1 for a leg against its baseline;
+    √(Σw²/2) for a combination Σ w·ln t of legs whose offsets are independent). No run can see
+    this spread from inside: every round of a run shares it, so it comes from fresh runs measured
+    before (``kprof run --between-runs``). Known, not estimated: the normal quantile."""
+    if sigma_pct <= 0:
+        return 0.0
+    return float(special.ndtri(1 - alpha / 2) * math.log1p(sigma_pct / 100) * weight)
 
 
 def with_placement(effect: Effect, half_width: float) -> Effect:

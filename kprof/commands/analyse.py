@@ -49,16 +49,16 @@ def run_tables(folder: RunFolder, run: Run) -> RunTables:
     return RunTables(samples, kernels, checks, compile_rows, statuses, warnings)
 
 
-def analyse_run(root: Path, threshold_pct: float | None = None) -> RunReport:
-    """The report of the run folder at ``root``."""
+def analyse_run(root: Path, threshold_pct: float | None = None, between_runs_pct: float | None = None) -> RunReport:
+    """The report of the run folder at ``root`` (``None``: the run's own threshold and spread between runs)."""
     folder = RunFolder(root)
     run = folder.read_run()
-    return analyse(run, run_tables(folder, run), threshold_pct)
+    return analyse(run, run_tables(folder, run), threshold_pct, between_runs_pct)
 
 
-def attribute(root: Path, threshold_pct: float | None = None) -> Attribution:
+def attribute(root: Path, threshold_pct: float | None = None, between_runs_pct: float | None = None) -> Attribution:
     """The attribution of the run folder at ``root``."""
-    return attribution(analyse_run(root, threshold_pct))
+    return attribution(analyse_run(root, threshold_pct, between_runs_pct))
 
 
 def missing_round_lines(folder: RunFolder, run: Run, statuses: CaseStatuses, stored: pd.DataFrame) -> list[str]:

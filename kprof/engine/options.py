@@ -45,6 +45,7 @@ class RunRequest:
     device: str | None = None
     dtype: str | None = None
     threshold_pct: float = defaults.THRESHOLD_PCT
+    between_runs_pct: float = defaults.BETWEEN_RUNS_PCT
     plants: list[float] = field(default_factory=list)
     aa_copies: int = defaults.AA_COPIES
     collector: str = "events"
@@ -67,6 +68,7 @@ class RunRequest:
 def check_options(req: RunRequest) -> None:
     """Every rule that the options alone decide; a one-line error naming the option."""
     defaults.check_threshold(req.threshold_pct)
+    defaults.check_between_runs(req.between_runs_pct)
     min_rounds = 5 if req.buffers == "per-leg" else 6
     if req.rounds < min_rounds:
         raise KprofInputError("--rounds", f"at least {min_rounds} rounds are needed ({defaults.ROUNDS} is the default)")

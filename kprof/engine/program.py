@@ -68,6 +68,7 @@ class ProgramRequest:
     rounds: int = defaults.ROUNDS
     seed: int = defaults.SEED
     threshold_pct: float = defaults.THRESHOLD_PCT
+    between_runs_pct: float = defaults.BETWEEN_RUNS_PCT
     argv: list[str] = field(default_factory=list)
     revisions: str | None = None
     revs: list[str] = field(default_factory=list)
@@ -114,6 +115,7 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
     if req.rounds < 6:
         raise KprofInputError("--rounds", "at least 6 rounds are needed for a 95% interval")
     defaults.check_threshold(req.threshold_pct)
+    defaults.check_between_runs(req.between_runs_pct)
     subject = ProgramSubject(
         command=list(req.program),
         name=_program_name(req.program),
@@ -133,6 +135,7 @@ def plan_program_run(req: ProgramRequest, on_event: Callable[[Event], None] = la
         seed=req.seed,
         dtype="program",
         threshold_pct=req.threshold_pct,
+        between_runs_pct=req.between_runs_pct,
         timer=HOST_TIMER if on_cpu else f"{req.collector} trace (device time of each process's kernels)",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )

@@ -162,6 +162,7 @@ def plan_run(req: RunRequest, on_event: Callable[[Event], None] = lambda e: None
         seed=req.seed,
         dtype=req.dtype or ("float16" if device == "cpu" else "bfloat16"),
         threshold_pct=req.threshold_pct,
+        between_runs_pct=req.between_runs_pct,
         collector=req.collector,
         revisions=revisions,
         versions=versions(),

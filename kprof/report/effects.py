@@ -38,6 +38,17 @@ def effect_text(row: pd.Series | dict[str, Any]) -> str:
     return f"{effect:+.2f}% [{lo:+.2f}, {hi:+.2f}]" + ratio_text(effect)
 
 
+def rerun_text(row: pd.Series | dict[str, Any]) -> str:
+    """``[+1.70, +2.90]``: where a fresh run's estimate lands (95%, the rerun interval), or "–"
+    where the row has no interval."""
+    lo, hi = row.get("rerun_low_pct", math.nan), row.get("rerun_high_pct", math.nan)
+    if row.get("verdict") not in VERDICTS and row.get("verdict") != "BIASED":
+        return "–"
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "–"
+    return f"[{lo:+.2f}, {hi:+.2f}]"
+
+
 RATIO_FROM_PCT = 50.0  # from this size on, an effect also reads as a ratio: +257% is "3.57× faster"
 
 

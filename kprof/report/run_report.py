@@ -13,7 +13,7 @@ from kprof.analysis.run_analysis import RunReport
 from kprof.analysis.run_effects import CaseSummary
 from kprof.designs import sequence
 from kprof.events import RESTARTED, death_sentence
-from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, shown_rows
+from kprof.report.effects import EVERY_ROW, View, best_leg_line, effect_text, hidden_notes, rerun_text, shown_rows
 from kprof.report.numbers import column_decimals, number_column, with_decimals
 from kprof.report.refusals import refusal_lines
 from kprof.report.table import Cell, Column, Document, Table, records, verdict_cell
@@ -63,7 +63,8 @@ def _same_rounds(s: CaseSummary) -> str:
     if s.aa is None:
         return "rounds for SAME: unknown (no A/A)"
     if s.rounds_for_same is None:
-        return "a leg with no effect does not read SAME 80% of the time even at 64 rounds (noise or placement)"
+        why = "noise, placement or the spread between runs" if s.between_runs_pct > 0 else "noise or placement"
+        return f"a leg with no effect does not read SAME 80% of the time even at 64 rounds ({why})"
     return f"a leg with no effect reads SAME 80% of the time from {s.rounds_for_same} rounds"
 
 
@@ -101,7 +102,7 @@ def _case_table(
     columns = [Column("leg", "left", is_name=True), Column("µs (median)")]
     columns += [Column(f"GB/s {c.removeprefix('gbps_')}") for c in bw]
     columns += [Column("% copy (unique)")] if bw else []
-    columns += [Column("effect [95% CI]"), Column("verdict", "left")]
+    columns += [Column("effect [95% CI]"), Column("a rerun lands in"), Column("verdict", "left")]
     gpu = status.gpu
     where = f" · GPU {gpu} ({status.device_name or '?'})" if len(run.placement.gpus) > 1 else ""
     table = Table(case + where, columns)
@@ -109,7 +110,8 @@ def _case_table(
     for (_, r), time in zip(shown.iterrows(), number_column(shown["time_us"].tolist()), strict=True):
         bandwidth = [f"{r[c]:,.0f}" for c in bw] + ([_pct_copy(r, run, gpu)] if bw else [])
         raced = " (race?)" if r.get("race_rounds", 0) else ""  # its outputs changed after a timed round
-        table.add(r["leg"], time, *bandwidth, effect_text(r), verdict_cell(r["verdict"] + raced, r["verdict"]))
+        verdict = verdict_cell(r["verdict"] + raced, r["verdict"])
+        table.add(r["leg"], time, *bandwidth, effect_text(r), rerun_text(r), verdict)
     table.notes += hidden_notes(rows, view)
     reference = rows.loc[rows["verdict"].eq("REFERENCE"), "leg"]
     if summary is not None and summary.distrust:
@@ -123,6 +125,20 @@ def _case_table(
             line = placement_line(summary.placements, spread, run.protocol.processes, summary.pooled_placement_pct)
             table.notes.append(line)
     return table
+
+
+def between_runs_line(sd_pct: float) -> str:
+    """What the rerun column assumes of fresh runs: a known spread between them (--between-runs) in
+    every interval, or none beyond what this run's rounds, buffer sets and processes show."""
+    if sd_pct > 0:
+        return (
+            f"fresh runs differ by ±{sd_pct:.2f}% SD per leg (--between-runs), in every interval: a fresh run's "
+            'estimate lands in "a rerun lands in" 95% of the time'
+        )
+    return (
+        "\"a rerun lands in\": 95% of fresh runs' estimates, where runs differ only as this run's rounds, "
+        "buffer sets and processes do (a spread between runs measured before: --between-runs)"
+    )
 
 
 def placement_line(placements: int, spread: pd.Series, processes: int = 1, pooled: float = 0.0) -> str:
@@ -354,6 +370,8 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
         doc.table(
             _case_table(str(case), rows, run, report.statuses.of(str(case)), report.summaries.get(str(case)), view)
         )
+    if report.summaries:
+        doc.text(between_runs_line(next(iter(report.summaries.values())).between_runs_pct))
     for t in sequence_tables(report.sequence, run):
         doc.table(t)
     if checked := output_check_line(report.checks, run):
