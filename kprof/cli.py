@@ -590,6 +590,14 @@ def compare_command(
             "machine, other clocks) is shown and taken out of every other leg."
         ),
     ] = None,
+    between_runs: Annotated[
+        float,
+        typer.Option(
+            "--between-runs",
+            help="One run folder a side: the SD (percent) of a leg's effect between fresh runs, measured before "
+            "(compare prints it for folders of fresh runs), folded into every interval.",
+        ),
+    ] = defaults.BETWEEN_RUNS_PCT,
     top: Annotated[int, typer.Option(help="Rows per table in table/md output (0 = all).", min=0)] = 30,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, md, json or csv.")] = TableFormat.table,
     output: OutputOption = None,
@@ -605,9 +613,10 @@ def compare_command(
 
     _output_kind(output)  # what the arguments alone decide is said before any trace is read
     defaults.check_threshold(threshold)
+    defaults.check_between_runs(between_runs)
     if fail_on:
         parse_rule(fail_on)
-    result = compare(a, b, threshold, steps, control)
+    result = compare(a, b, threshold, steps, control, between_runs)
     judged = gate(result, fail_on) if fail_on else None
     _write(compare_document(result, top or None, View(hide_same, sort.value)), fmt, output)
     if judged is not None and judged.broken:

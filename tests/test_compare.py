@@ -281,3 +281,25 @@ def test_a_side_of_one_run_cannot_be_judged_between_runs(tmp_path: Path) -> None
         res = runner.invoke(app, ["compare", side, str(b), "--fail-on", "credibly-slower>1%"])
         assert res.exit_code == 3, res.output
         assert "1 and 3 fresh run(s) a side: judging between runs needs at least 2 a side" in res.stderr
+
+
+def test_fresh_runs_measure_the_spread_a_single_pair_is_then_told(tmp_path: Path) -> None:
+    """A side of fresh runs says how far a leg's effect moves between them beyond each run's own
+    interval (each leg's time here moves by SD 0.5% per run, so an effect by 0.71%); that figure,
+    passed to a comparison of one run a side as --between-runs, widens every interval in quadrature
+    by 1.96 × it. A side of fresh runs measures its own and refuses the option."""
+    a = _fresh_runs(tmp_path / "a", 8, 0.0, seed=5)
+    b = _fresh_runs(tmp_path / "b", 2, 0.0, seed=6)
+    out = _json(str(a), str(b))
+    spread = {s["side"]: s for s in out["spread_between_runs"]}[str(a)]
+    assert spread["runs"] == 8 and spread["legs"] == 2 and 0.35 < spread["sd_pct"] < 1.2, spread
+    res = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "250"})
+    assert f"between the 8 fresh runs of {a}: a leg's effect against its baseline varies by ±" in res.stdout
+    plain = {r["leg"]: r for r in _json(str(a / "run0"), str(b / "run0"))["legs"]}
+    told = _json(str(a / "run0"), str(b / "run0"), "--between-runs", "0.71")
+    assert "±0.71% SD per leg's effect (--between-runs) is in every interval" in told["note"]
+    row, wide = plain["y"], {r["leg"]: r for r in told["legs"]}["y"]
+    log_side = lambda r: np.log1p(r["effect_pct"] / 100) - np.log1p(r["ci_low_pct"] / 100)  # noqa: E731
+    assert np.sqrt(log_side(wide) ** 2 - log_side(row) ** 2) == pytest.approx(1.959964 * np.log1p(0.0071), rel=1e-4)
+    refused = runner.invoke(app, ["compare", str(a), str(b), "--between-runs", "0.71"])
+    assert refused.exit_code == 2 and "--between-runs: is for one run folder a side" in refused.stderr

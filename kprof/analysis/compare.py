@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from kprof.analysis import stats as S
 from kprof.analysis.run_effects import control_false_discoveries, kernel_case_labels
@@ -46,6 +47,7 @@ class Side:
     run_rounds: pd.DataFrame | None = None
     runs: list[pd.DataFrame] = field(default_factory=list)  # kind "runs": each fresh run's per-round times
     timers: list[str] = field(default_factory=list)  # run sides: what timed them (device time, or the host clock)
+    effects: list[pd.DataFrame] = field(default_factory=list)  # kind "runs": each run's leg table (its intervals)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Comparison:
     legs: pd.DataFrame
     replicates: str  # a key of REPLICATES
     control: str | None = None  # runs: the leg whose shift between the runs is taken out of every other leg
+    between_runs_pct: float = 0.0  # one run a side: a known SD of a leg's effect between fresh runs, in every interval
 
     @property
     def has_verdicts(self) -> bool:
@@ -73,7 +76,10 @@ def _verdict_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return control_false_discoveries(table, tested)
 
 
-def _row(key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, repeated: bool) -> dict[str, Any]:
+def _row(
+    key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, repeated: bool, between: float = 0.0
+) -> dict[str, Any]:
+    """One row of A against B; ``between`` (log units) is added to its interval in quadrature."""
     row = dict(key, a=float(np.median(a)), b=float(np.median(b)), n_a=len(a), n_b=len(b))
     if not repeated:
         row.update(
@@ -84,7 +90,7 @@ def _row(key: dict[str, Any], a: np.ndarray, b: np.ndarray, threshold: float, re
             verdict=NO_VERDICT,
         )
         return row
-    row.update(S.with_verdict(S.two_sample(a, b), threshold).row())
+    row.update(S.with_verdict(S.with_placement(S.two_sample(a, b), between), threshold).row())
     return row
 
 
@@ -99,7 +105,13 @@ def relative_to(rounds: pd.DataFrame, control: str) -> pd.DataFrame:
     return rounds.assign(t_ns=rounds["t_ns"].where(rounds["leg"] == control, ratio)).dropna(subset=["t_ns"])
 
 
-def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> list[dict[str, Any]]:
+def _compare_runs(
+    a: Side, b: Side, threshold: float, control: str | None, between_runs_pct: float = 0.0
+) -> list[dict[str, Any]]:
+    """Each (case, leg) as B's rounds against A's. ``between_runs_pct``: a known SD of a leg's
+    effect between fresh runs, which two runs' rounds cannot show: each leg's time moves by half
+    that variance per run, so a leg's shift between two runs by the SD itself, and its ratio to a
+    control (two legs each run) by √2 of it; added to the interval in quadrature."""
     ra, rb = a.run_rounds, b.run_rounds
     assert ra is not None and rb is not None
     if control is not None:
@@ -110,7 +122,9 @@ def _compare_runs(a: Side, b: Side, threshold: float, control: str | None) -> li
         if len(gb):
             scale = _unit(leg, control)
             a_t, b_t = ga["t_ns"].to_numpy() / scale, gb["t_ns"].to_numpy() / scale
-            rows.append(_row({"case": case, "leg": leg}, a_t, b_t, threshold, True))
+            weight = 1.0 if control is None or leg == control else math.sqrt(2)
+            between = S.between_runs_half_width(between_runs_pct, weight)
+            rows.append(_row({"case": case, "leg": leg}, a_t, b_t, threshold, True, between))
     return _leg_rows(rows, control)
 
 
@@ -221,7 +235,9 @@ def _replicates(a: Side, b: Side) -> str:
     return "none"
 
 
-def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = None) -> Comparison:
+def compare_sides(
+    a: Side, b: Side, threshold_pct: float, control: str | None = None, between_runs_pct: float = 0.0
+) -> Comparison:
     threshold = S.pct_threshold_to_log(threshold_pct)
     kernels: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
@@ -231,7 +247,7 @@ def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = 
     if replicates == "runs":
         legs = _compare_run_sets(a, b, threshold, control)
     elif replicates == "rounds":
-        legs = _compare_runs(a, b, threshold, control)
+        legs = _compare_runs(a, b, threshold, control, between_runs_pct)
     elif replicates == "steps":
         ra, rb = a.step_replicates[0], b.step_replicates[0]
         kernels = _compare_steps(ra, rb, threshold)
@@ -245,7 +261,31 @@ def compare_sides(a: Side, b: Side, threshold_pct: float, control: str | None = 
     kt = _verdict_rows(kernels)
     if len(kt):
         kt = kt.sort_values("a", ascending=False, na_position="last").reset_index(drop=True)
-    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates, control)
+    return Comparison(a, b, kt, _verdict_rows(steps), _verdict_rows(legs), replicates, control, between_runs_pct)
+
+
+def effect_spread_between_runs(effects: list[pd.DataFrame]) -> tuple[float, int] | None:
+    """What ``--between-runs`` asks for, measured on a side of fresh runs (each run's leg table:
+    effect and 95% interval per case and leg): the SD (percent) of a leg's effect between runs
+    beyond what each run's own interval allows for — per (case, leg), the variance of the runs' log
+    effects less their mean squared standard error (half the interval's log width / z), averaged
+    over legs and cut at 0 (legs without a spread pull the pool down, as they should) — and how
+    many legs it pools. None with fewer than two runs or no interval to read."""
+    if len(effects) < MIN_RUNS:
+        return None
+    z = float(special.ndtri(1 - S.ALPHA / 2))
+    logs, errors = [], []
+    for table in effects:
+        rows = table[table["verdict"].isin([*S.VERDICTS, "BIASED"])].set_index(["case", "leg"])
+        low, high = -np.log1p(rows["ci_high_pct"] / 100), -np.log1p(rows["ci_low_pct"] / 100)
+        logs.append(-np.log1p(rows["effect_pct"] / 100))
+        errors.append(((high - low) / (2 * z)) ** 2)
+    est, err = pd.concat(logs, axis=1), pd.concat(errors, axis=1)
+    kept = est.notna().all(axis=1) & np.isfinite(err).all(axis=1)
+    if not kept.any():
+        return None
+    excess = est[kept].var(axis=1, ddof=1) - err[kept].mean(axis=1)
+    return 100 * math.expm1(math.sqrt(max(0.0, float(excess.mean())))), int(kept.sum())
 
 
 FAIL_ON = re.compile(r"^(credibly-|point-)?(slower|faster)>(\d+(?:\.\d+)?)%$")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from kprof import defaults
 from kprof.analysis.compare import Comparison, FailRule, RuleResult, Side, compare_sides, judge, parse_gate
-from kprof.analysis.run_effects import round_statistics
+from kprof.analysis.run_effects import leg_effects, round_statistics
 from kprof.analysis.trace_tables import step_replicates, trace_tables
 from kprof.commands.analyse import reported_samples
 from kprof.errors import KprofInputError
@@ -49,11 +49,14 @@ def _is_run(path: Path) -> bool:
     return is_run_folder(path) and _saved_events(path) is None
 
 
-def _run_rounds(path: Path) -> tuple[pd.DataFrame, str]:
-    """A run's per-round times and what timed them."""
+def _run_rounds(path: Path, with_effects: bool = False) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+    """A run's per-round times, what timed them and (``with_effects``) its leg table, each leg
+    against its baseline with the run's own interval."""
     folder = RunFolder(path)
     run = folder.read_run()
-    return round_statistics(reported_samples(folder, run, folder.read_statuses())), run.timer_label
+    samples = reported_samples(folder, run, folder.read_statuses())
+    effects = leg_effects(samples, run.legs, run.threshold_pct)[0] if with_effects else pd.DataFrame()
+    return round_statistics(samples), run.timer_label, effects
 
 
 def _fresh_runs(path: Path) -> list[Path]:
@@ -65,11 +68,13 @@ def _fresh_runs(path: Path) -> list[Path]:
 
 def load_side(path: Path, steps: str | None) -> Side:
     if _is_run(path):
-        rounds, timer = _run_rounds(path)
+        rounds, timer, _ = _run_rounds(path)
         return Side(str(path), "run", run_rounds=rounds, timers=[timer])
     if runs := _fresh_runs(path):  # a folder of fresh runs of one benchmark: the run is the unit
-        read = [_run_rounds(p) for p in runs]
-        return Side(str(path), "runs", runs=[r for r, _ in read], timers=[t for _, t in read])
+        read = [_run_rounds(p, with_effects=True) for p in runs]
+        return Side(
+            str(path), "runs", runs=[r[0] for r in read], timers=[r[1] for r in read], effects=[r[2] for r in read]
+        )
     if not path.exists():
         raise KprofInputError(path, "no such file or folder")
     pattern = compile_step_pattern(steps)
@@ -99,6 +104,7 @@ def compare(
     threshold_pct: float = defaults.THRESHOLD_PCT,
     steps: str | None = None,
     control: str | None = None,
+    between_runs_pct: float = defaults.BETWEEN_RUNS_PCT,
 ) -> Comparison:
     a, b = load_side(a_path, steps), load_side(b_path, steps)
     a, b = (_as_runs(a), _as_runs(b)) if {a.kind, b.kind} == {"run", "runs"} else (a, b)
@@ -109,13 +115,20 @@ def compare(
         )
     if control is not None:
         _check_control(control, a, b)
-    return compare_sides(a, b, threshold_pct, control)
+    if between_runs_pct and a.kind != "run":
+        raise KprofInputError(
+            "--between-runs",
+            "is for one run folder a side (folders of fresh runs measure the spread between runs themselves)",
+        )
+    return compare_sides(a, b, threshold_pct, control, between_runs_pct)
 
 
 def _as_runs(side: Side) -> Side:
     """A single run beside a folder of runs: a side of one run (which cannot be judged between
     runs, and the gate says so)."""
-    return side if side.kind == "runs" else Side(side.label, "runs", runs=[side.run_rounds], timers=side.timers)
+    if side.kind == "runs":
+        return side
+    return Side(side.label, "runs", runs=[side.run_rounds], timers=side.timers)
 
 
 def _check_control(control: str, a: Side, b: Side) -> None:

@@ -8,7 +8,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kprof.analysis.compare import CONTROL, MIN_RUNS, MIN_STEADY_STEPS, REPLICATES, Comparison
+from kprof.analysis.compare import (
+    CONTROL,
+    MIN_RUNS,
+    MIN_STEADY_STEPS,
+    REPLICATES,
+    Comparison,
+    Side,
+    effect_spread_between_runs,
+)
 from kprof.ingest.names import labelled
 from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_notes, shown_rows
 from kprof.report.numbers import column_decimals, with_decimals
@@ -50,7 +58,33 @@ def note(c: Comparison) -> str:
             " Steps of one process share its clocks, placement and compilation: the interval leaves out "
             "run-to-run variation (repeat the traces to include it)."
         )
+    if c.replicates == "rounds":
+        text += (
+            f" A spread between fresh runs of ±{c.between_runs_pct:.2f}% SD per leg's effect (--between-runs) is in "
+            "every interval."
+            if c.between_runs_pct > 0
+            else " The rounds of two runs do not show how fresh runs differ: give each side a folder of fresh runs, "
+            "or the spread measured on them (--between-runs)."
+        )
     return text
+
+
+def spread_between_runs(side: Side) -> dict[str, Any] | None:
+    """A side of fresh runs: the SD of a leg's effect between them beyond their rounds, pooled over
+    legs (kprof.analysis.compare.effect_spread_between_runs), or None where it cannot be measured."""
+    measured = effect_spread_between_runs(side.effects) if side.kind == "runs" else None
+    if measured is None:
+        return None
+    sd, legs = measured
+    return {"side": side.label, "runs": len(side.runs), "legs": legs, "sd_pct": sd}
+
+
+def spread_line(spread: dict[str, Any]) -> str:
+    return (
+        f"between the {spread['runs']} fresh runs of {spread['side']}: a leg's effect against its baseline varies "
+        f"by ±{spread['sd_pct']:.2f}% SD beyond what each run's interval allows for (pooled over {spread['legs']} "
+        f"legs); --between-runs {spread['sd_pct']:.2f} carries it into one run's intervals"
+    )
 
 
 def _tables(c: Comparison, top: int | None, view: View) -> list[Table]:
@@ -130,11 +164,16 @@ def compare_document(c: Comparison, top: int | None, view: View = EVERY_ROW) -> 
     doc.text(f"A = {c.a.label}; B = {c.b.label}. {note(c)}")
     for t in _tables(c, top, view):
         doc.table(t)
+    spreads = [s for s in (spread_between_runs(c.a), spread_between_runs(c.b)) if s is not None]
+    for spread in spreads:
+        doc.text(spread_line(spread))
     doc.data = {
         "a": c.a.label,
         "b": c.b.label,
         "replicates": c.replicates,
         "control": c.control,
+        "between_runs_pct": c.between_runs_pct,
+        "spread_between_runs": spreads,
         "note": note(c),
         "legs": records(c.legs),
         "kernels": records(c.kernels),
