@@ -1,7 +1,10 @@
 """The verdict rules on synthetic runs with known effects (kprof.analysis.simulation), full size.
 
 About 14,000 synthetic runs through kprof's own ``leg_effects``; prints one JSON document with every
-scenario's rates. Run it on two revisions to compare rules (docs/benchmarks.md, "Verdict rules"):
+scenario's rates, each beside its standard error (``<rate>_se``: binomial over the scenario's
+independent units, its runs or, for the rerun_ and gate_ scenarios, its pairs; where a unit holds
+several comparisons, as a pair of runs holds one per leg and direction, an upper bound, since
+they are correlated). Run it on two revisions to compare rules (docs/benchmarks.md, "Verdict rules"):
 
     python benchmarks/verdict_simulation.py [--runs 1000] [--seed 0] [--only rerun] [--without-tick-bound] > out.json
 """
@@ -34,6 +37,27 @@ STILL = Noise(sample_sigma=0.0001, round_sigma=0.00005, drift_sigma=0.0)  # a ke
 NOISY = Noise(sample_sigma=0.02, round_sigma=0.005)
 HALF_PCT = Noise(sample_sigma=0.005, round_sigma=0.001)  # issue 54's "0.5% sample noise"
 TENTH_PCT = Noise(sample_sigma=0.001, round_sigma=0.0003)  # issue 54's short kernel "at 0.1% noise"
+
+
+PAIRED = ("rerun_", "gate_")  # scenarios whose independent units are pairs of runs (n // 4 of them)
+NOT_RATES = ("printed_", "median_")  # values a scenario prints that are not shares of its units
+
+
+def with_standard_errors(result: dict, units: int) -> dict:
+    """Each share in a scenario's result (nested per rule or per true effect) followed by its
+    binomial standard error over ``units`` independent units, ``<name>_se``; taken at
+    (share·units + ½)/(units + 1), so that a share of 0 or 1 is not given an error of 0."""
+    out: dict = {}
+    for key, value in result.items():
+        if isinstance(value, dict):
+            out[key] = with_standard_errors(value, units)
+            continue
+        out[key] = value
+        is_share = isinstance(value, float) and 0.0 <= value <= 1.0 and not str(key).startswith(NOT_RATES)
+        if is_share and units > 0:
+            shrunk = (value * units + 0.5) / (units + 1)
+            out[f"{key}_se"] = float(np.sqrt(shrunk * (1 - shrunk) / units))
+    return out
 
 
 def main() -> None:
@@ -163,7 +187,11 @@ def main() -> None:
             for reg in (0.0, 2.0)
         },
     }
-    out = {name: run() for name, run in scenarios.items() if name.startswith(a.only)}
+    out = {
+        name: with_standard_errors(run(), n // 4 if name.startswith(PAIRED) else n)
+        for name, run in scenarios.items()
+        if name.startswith(a.only)
+    }
     out["seconds"] = time.time() - t0
     print(json.dumps(out, indent=1))
 

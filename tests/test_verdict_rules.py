@@ -490,3 +490,28 @@ def test_significance_is_never_claimed_beside_an_interval_that_holds_zero() -> N
     control_false_discoveries(table, pd.Series([True, True]))
     assert table["bh_significant"].tolist() == [False, True]
     assert table["verdict"].tolist() == ["UNRESOLVED", "FASTER"]
+
+
+def test_the_full_size_simulation_prints_every_rate_with_its_standard_error() -> None:
+    """benchmarks/verdict_simulation.py: each share beside ``<share>_se`` over the scenario's units
+    (runs here), nested per rule too; a share of 0 still has an error; printed figures have none."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    def run(only: str) -> dict:
+        script = ROOT / "benchmarks" / "verdict_simulation.py"
+        res = subprocess.run(
+            [sys.executable, str(script), "--only", only, "--runs", "8"], capture_output=True, text=True, check=True
+        )
+        return json.loads(res.stdout)
+
+    out = run("aa_bias_0.5_true_2")["aa_bias_0.5_true_2"]
+    for rate in ("right_verdict", "biased", "false_call", "coverage", "case_flagged"):
+        p, se = out[rate], out[f"{rate}_se"]
+        shrunk = (8 * p + 0.5) / 9
+        assert se == pytest.approx(np.sqrt(shrunk * (1 - shrunk) / 8)) and se > 0
+    mde = run("mde_found_quiet_16")["mde_found_quiet_16"]
+    assert "faster_rate_se" in mde and "printed_mde_pct_se" not in mde
