@@ -83,6 +83,9 @@ def main() -> None:
         # every leg's time also depends on its buffer set (SD 0.3% or 1% per set, drawn anew per run)
         "mde_found_noisy_16_placement_0.3": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.003),
         "mde_found_noisy_16_placement_1": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.01),
+        # every leg shifted by its run (SD 0.3%), each run told the SD of an effect (0.42%, --between-runs)
+        "mde_found_quiet_16_run_0.3_told_0.42": lambda: scenario_mde(QUIET, 16, 0.5, n, rng, 0.0, 0.003, 0.42),
+        "mde_found_noisy_16_run_0.3_told_0.42": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.0, 0.003, 0.42),
         # the printed rounds at which a leg with no effect reads SAME 80% of the time, then run at them
         "same_rounds_quiet": lambda: scenario_same_rounds(QUIET, 0.5, n, rng),
         "same_rounds_quiet_placement_0.1": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, 0.001),

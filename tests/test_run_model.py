@@ -97,6 +97,19 @@ def test_a_run_needs_exactly_one_baseline() -> None:
         Run.from_record(raw)
 
 
+def test_a_spread_between_runs_is_kept_and_a_negative_one_named() -> None:
+    """--between-runs travels in meta.json (an older folder, without it, reads 0); a negative or
+    absurd one is a one-line error naming the field."""
+    legs = [Leg("a", roles=frozenset({Role.BASELINE}))]
+    run = Run(ProgramSubject(command=["p"], name="p"), legs, [], Protocol(rounds=6), between_runs_pct=0.3)
+    assert Run.from_record(run.record()).between_runs_pct == 0.3
+    older = {k: v for k, v in run.record().items() if k != "between_runs_pct"}
+    assert Run.from_record(older).between_runs_pct == 0.0
+    for bad in (-0.1, 100.0):
+        with pytest.raises(KprofInputError, match="holds between_runs_pct"):
+            Run.from_record({**run.record(), "between_runs_pct": bad}, "x/meta.json")
+
+
 def test_non_utf8_meta_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "meta.json").write_bytes(b'{"kind": "\xff"}')
     with pytest.raises(KprofInputError, match="not UTF-8"):

@@ -58,7 +58,9 @@ def _captured(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> Any:
 def test_what_is_typed_arrives_in_the_run_request(monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["run", "paged_decode", "--case", "b2", "--rounds", "7", "--timer", "events", "--threshold", "1.5"]
     args += ["--rev", "A", "--rev", "B", "--paths", "a, b", "--paths", "c", "--no-torch-leg", "--aa-copies", "2"]
+    args += ["--between-runs", "0.3"]
     req = _captured(monkeypatch, args)
+    assert req.between_runs_pct == 0.3
     assert isinstance(req, RunRequest)
     assert (req.workload, req.case_filter, req.rounds, req.timer_mode, req.threshold_pct) == (
         "paged_decode",

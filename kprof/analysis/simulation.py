@@ -130,9 +130,13 @@ def run_placed(
     threshold_pct: float,
     rng: np.random.Generator,
     placement_sigma: float,
+    run_sigma: float = 0.0,
+    between_runs_pct: float = 0.0,
 ) -> tuple[pd.DataFrame, CaseSummary]:
-    """``run_once`` with every leg's buffer sets placed anew (SD ``placement_sigma`` per set)."""
-    return run_once(effects, noise, rounds, threshold_pct, rng, placed(effects, placement_sigma, rng))
+    """``run_once`` with every leg's buffer sets placed anew (SD ``placement_sigma`` per set), every
+    leg shifted by the run (SD ``run_sigma``) and the run told ``between_runs_pct`` (--between-runs)."""
+    where = placed(effects, placement_sigma, rng, run_sigma=run_sigma)
+    return run_once(effects, noise, rounds, threshold_pct, rng, where, between_runs_pct)
 
 
 def scenario_tick(
@@ -160,14 +164,22 @@ def covers(row: pd.Series) -> bool:
 
 
 def scenario_mde(
-    noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+    noise: Noise,
+    rounds: int,
+    threshold_pct: float,
+    runs: int,
+    rng: np.random.Generator,
+    placement_sigma: float = 0.0,
+    run_sigma: float = 0.0,
+    between_runs_pct: float = 0.0,
 ) -> dict:
     """A true effect equal to the printed resolvable effect (its median over A/A runs): how often
     FASTER, over every run and over the runs whose A/A does not gate the case (about 5% are gated).
-    With ``placement_sigma`` every leg's time also depends on its buffer set (drawn anew per run)."""
+    With ``placement_sigma`` every leg's time also depends on its buffer set (drawn anew per run);
+    with ``run_sigma`` on the run itself, which each run is told as ``between_runs_pct``."""
 
     def one(pct: float) -> tuple[pd.DataFrame, CaseSummary]:
-        return run_placed({"x": pct}, noise, rounds, threshold_pct, rng, placement_sigma)
+        return run_placed({"x": pct}, noise, rounds, threshold_pct, rng, placement_sigma, run_sigma, between_runs_pct)
 
     printed = float(np.median([one(0.0)[1].mde_pct for _ in range(runs // 4)]))
     hits = [one(printed)[0].iloc[0]["verdict"] for _ in range(runs)]
