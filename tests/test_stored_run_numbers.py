@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "docs" / "runs"
@@ -38,6 +39,7 @@ def effects_now() -> pd.DataFrame:
     )
 
 
+@pytest.mark.slow  # 14 s on the 2-core machine: CI's slow step runs it
 def test_every_stored_run_reports_what_it_reported() -> None:
     expected = pd.read_csv(TABLE, keep_default_na=False, dtype={"case": str, "leg": str, "verdict": str})
     now = effects_now()
