@@ -113,6 +113,7 @@ def test_a_spread_between_runs_widens_every_interval_and_the_rerun_column_says_w
     told = {r["leg"]: r for r in json.loads(invoke("report", run, "--format", "json", "--between-runs", "0.3"))["legs"]}
     row, wide = plain["plain PyTorch"], told["plain PyTorch"]
     assert wide["effect_pct"] == row["effect_pct"]
+    assert json.loads(invoke("report", run, "--format", "json", "--between-runs", "0.3"))["between_runs_pct"] == 0.3
 
     def high_side(r: dict, low: str) -> float:  # log distance from the estimate to the interval's slow end
         return float(np.log1p(r["effect_pct"] / 100) - np.log1p(r[low] / 100))

@@ -41,6 +41,7 @@ class RunReport:
     sequence: pd.DataFrame = field(default_factory=pd.DataFrame)  # a range's commits, each against its parent
     races: list[str] = field(default_factory=list)  # legs whose outputs changed after a timed round
     statuses: CaseStatuses = field(default_factory=CaseStatuses)  # how far each case got
+    between_runs_pct: float = 0.0  # the spread between fresh runs in every interval (--between-runs)
 
     @property
     def missing(self) -> list[Missing]:
@@ -118,6 +119,7 @@ def analyse(
         sequence,
         races,
         tables.statuses,
+        between,
     )
 
 

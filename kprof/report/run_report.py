@@ -371,7 +371,7 @@ def run_document(report: RunReport, view: View = EVERY_ROW) -> Document:
             _case_table(str(case), rows, run, report.statuses.of(str(case)), report.summaries.get(str(case)), view)
         )
     if report.summaries:
-        doc.text(between_runs_line(next(iter(report.summaries.values())).between_runs_pct))
+        doc.text(between_runs_line(report.between_runs_pct))
     for t in sequence_tables(report.sequence, run):
         doc.table(t)
     if checked := output_check_line(report.checks, run):
@@ -442,6 +442,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "timer": run.timer_label,
         "captures": run.protocol.captures,
         "processes": run.protocol.processes,
+        "between_runs_pct": report.between_runs_pct,
         "workload": run.subject.name,
         "device": run.placement.device,
         "legs": records(report.effects),
