@@ -50,12 +50,13 @@ def gate(base: Path, head: Path) -> tuple[str, pd.DataFrame]:
     return outcome, comparison.legs
 
 
-def null_splits(runs: list[Path], tmp: Path) -> dict:
-    """Every ordered split of ten runs into five base and five head runs through the gate (each
-    choice of five is a base once, and its complement's base another time)."""
+def null_splits(runs: list[Path], tmp: Path, per_side: int = PER_SIDE) -> dict:
+    """Every ordered split of the runs into ``per_side`` base runs and the rest as head runs through
+    the gate (of ten into five and five: each choice of five is a base once, and its complement's
+    base another time)."""
     tally = {"pass": 0, "fail": 0, "undecided": 0}
     rows = []
-    for k, picked in enumerate(itertools.combinations(range(len(runs)), PER_SIDE)):
+    for k, picked in enumerate(itertools.combinations(range(len(runs)), per_side)):
         rest = [i for i in range(len(runs)) if i not in picked]
         base = side_folder(tmp, f"s{k}a", [runs[i] for i in picked])
         outcome, legs = gate(base, side_folder(tmp, f"s{k}b", [runs[i] for i in rest]))
