@@ -303,3 +303,26 @@ def test_fresh_runs_measure_the_spread_a_single_pair_is_then_told(tmp_path: Path
     assert np.sqrt(log_side(wide) ** 2 - log_side(row) ** 2) == pytest.approx(1.959964 * np.log1p(0.0071), rel=1e-4)
     refused = runner.invoke(app, ["compare", str(a), str(b), "--between-runs", "0.71"])
     assert refused.exit_code == 2 and "--between-runs: is for one run folder a side" in refused.stderr
+
+
+@pytest.mark.slow  # two passes over six splits of stored runs
+def test_the_stored_runs_gate_check_passes_identical_code_and_fails_a_planted_leg() -> None:
+    """benchmarks/gate_stored_runs.py on four stored H200 runs of one command: every split of
+    identical code passes `credibly-slower>1%`; with the head's `all` made 2% slower by its stored
+    times, every split fails on that leg and on no other."""
+    import subprocess
+    import sys
+
+    runs = [str(ROOT / "docs" / "runs" / "h200-2026-12-02-s17" / f"mla_end_{i}") for i in range(1, 5)]
+    script = str(ROOT / "benchmarks" / "gate_stored_runs.py")
+
+    def check(*extra: str) -> dict:
+        res = subprocess.run(
+            [sys.executable, script, *runs, "--per-side", "2", *extra], capture_output=True, text=True, check=True
+        )
+        return json.loads(res.stdout)
+
+    null = check()
+    assert (null["splits"], null["pass"], null["fail"]) == (6, 6, 0), null
+    planted = check("--plant", "all:2")
+    assert (planted["fail"], planted["fail_elsewhere"], planted["caught_rows"]) == (6, 0, 6), planted
