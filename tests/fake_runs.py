@@ -26,6 +26,7 @@ def write_run(
     program: bool = False,
     features: tuple[str, ...] = (),
     timer: str = "cuda-events (device time, graph replay, cold L2)",
+    protocol: Protocol | None = None,
     **run_fields: object,
 ) -> RunFolder:
     """A finished run: t(leg, case, round) = 100 µs · exp(log_effect(leg, case) + round drift + noise)."""
@@ -38,7 +39,7 @@ def write_run(
         else WorkloadSubject(spec="synthetic", name="synthetic"),
         legs=legs,
         cases=[CaseRecord(c) for c in cases],
-        protocol=Protocol(rounds=rounds),
+        protocol=protocol or Protocol(rounds=rounds),
         placement=Placement(device="cuda"),
         dtype="bfloat16",
         design="all",

@@ -126,3 +126,23 @@ def test_a_spread_between_runs_widens_every_interval_and_the_rerun_column_says_w
     assert "a rerun lands in" in md.split("**h12-c16**", 1)[1].splitlines()[2]
     res = CliRunner().invoke(app, ["report", run, "--between-runs", "-1"])
     assert res.exit_code == 2 and res.stderr.startswith("kprof: error: --between-runs: is -1")
+
+
+def test_an_aa_bias_in_fewer_processes_than_buffer_sets_names_the_processes_as_a_cause(tmp_path) -> None:
+    """A case whose A/A copy is 0.4% off, timed in 2 processes over 4 buffer sets: the footer says
+    the offset may be the processes' and how to tell (one set per process); with 4 processes it
+    does not."""
+    from fake_runs import write_run
+
+    from kprof.analysis.simulation import legs_for
+    from kprof.run_model import Protocol
+
+    legs = legs_for({"x": 0.0})
+    hint = "the A/A's offset may be its worker processes', not a bias: 2 processes over 4 buffer sets"
+    for processes in (2, 4):
+        root = tmp_path / f"p{processes}"
+        write_run(root, legs, lambda leg, case: 0.004 if leg.name == "A/A" else 0.0,
+                  protocol=Protocol(rounds=16, processes=processes), noise=0.001)  # fmt: skip
+        md = invoke("report", str(root), "--format", "md")
+        assert "A/A excludes 0" in md
+        assert (hint in md and "--processes 4 (one set each) can" in md) == (processes == 2), md
