@@ -30,6 +30,7 @@ def _run(*args: str) -> dict:
     return json.loads(res.stdout)
 
 
+@pytest.mark.slow  # 10 s of interpreter rounds on the 2-core machine: CI's slow step runs it
 def test_the_docs_benchmark_runs_as_a_workload_and_under_gpus(tmp_path: Path) -> None:
     bench = tmp_path / "bench.py"
     bench.write_text(docs_benchmark())
