@@ -196,7 +196,7 @@ def test_output_writes_a_file_in_its_suffixs_format_and_says_so_in_one_line(tmp_
     """-o/--output: the file in the format its suffix names and one line saying where; the terminal
     shows the result too only when --format is given. The file holds exactly what --format of that
     kind prints (csv included, on every command that prints a table)."""
-    stored = str(ROOT / "docs" / "runs" / "h200-2026-11-30-s3" / "gdn_pr")
+    stored = str(ROOT / "docs" / "runs" / "h200-2026-12-02-s17" / "mla_end_1")  # small: 4 legs, 1 case
     bisect = str(ROOT / "docs" / "runs" / "h200-2026-12-02-s16" / "fla_bisect")
     for args in (["trace", str(EAGER)], ["report", stored], ["report", bisect], ["attribute", stored], ["kernels"]):
         for suffix in (".md", ".json", ".csv"):
