@@ -26,7 +26,12 @@ def check_threshold(pct: float) -> None:
         )
 
 
-def check_between_runs(pct: float) -> None:
+def is_between_runs(pct: float) -> bool:
     """The spread between fresh runs is an SD in percent: ≥ 0 and below 100."""
-    if not (math.isfinite(pct) and 0 <= pct < 100):
+    return math.isfinite(pct) and 0 <= pct < 100
+
+
+def check_between_runs(pct: float) -> None:
+    """``--between-runs`` in its range (:func:`is_between_runs`), or a one-line error naming it."""
+    if not is_between_runs(pct):
         raise KprofInputError("--between-runs", f"is {pct:g}: the SD of an effect between fresh runs, a percent ≥ 0")

@@ -544,7 +544,7 @@ class Run:
             raise KprofInputError(where, f"is not a kprof run description ({type(e).__name__}: {e})") from None
         if not (math.isfinite(run.threshold_pct) and run.threshold_pct >= 0):
             raise KprofInputError(where, f"holds threshold_pct {run.threshold_pct}: a threshold is a percent ≥ 0")
-        if not (math.isfinite(run.between_runs_pct) and 0 <= run.between_runs_pct < 100):
+        if not defaults.is_between_runs(run.between_runs_pct):
             raise KprofInputError(where, f"holds between_runs_pct {run.between_runs_pct}: an SD in percent ≥ 0")
         run.legs = legs
         run.extra = {k: v for k, v in d.items() if k not in _MODELLED}

@@ -91,8 +91,7 @@ def attribute_run(
             else:
                 tick = summary.derived_tick if summary else 0.0
                 between = S.between_runs_half_width(summary.between_runs_pct, weights[key]) if weights else 0.0
-                width = float(np.hypot(terms[key].half_width, between))
-                eff = placed_effect(values.to_numpy(), width, threshold, bias, tick)
+                eff = placed_effect(values.to_numpy(), terms[key].half_width, threshold, bias, tick, between)
                 row, n = eff.row(), eff.rounds
             if summary is not None and summary.distrust:
                 row["verdict"] = distrusted(row["verdict"])
@@ -133,7 +132,7 @@ def _same_as_legs(series: dict[Quantity, pd.Series], logs: pd.DataFrame, leg_row
 
 
 def _judged(series: pd.Series, threshold: float, bias: float, tick: float, between: float) -> dict[str, Any]:
-    return placed_effect(series.to_numpy(), between, threshold, bias, tick).row()
+    return placed_effect(series.to_numpy(), 0.0, threshold, bias, tick, between).row()
 
 
 def offset_weights(values: LegValues) -> dict[Quantity, float]:

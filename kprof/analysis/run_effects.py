@@ -195,10 +195,6 @@ class _CaseTerms:
         """What the spread between fresh runs adds to a leg's interval (log units, in quadrature)."""
         return S.between_runs_half_width(self.between_pct)
 
-    def placement_width(self, leg: str) -> float:
-        """A leg's placement term with the spread between fresh runs, in quadrature (log units)."""
-        return float(np.hypot(self.placement.terms[leg].half_width, self.between))
-
 
 def _case_terms(
     samples: pd.DataFrame,
@@ -230,8 +226,7 @@ def _case_terms(
     between = S.between_runs_half_width(between_pct)
 
     def copy_effect(c: str) -> S.Effect:  # an A/A row's own numbers: the footer prints what the row prints
-        width = float(np.hypot(placement.terms[c].half_width, between))
-        return placed_effect(d_all[c].to_numpy(), width, threshold, tick=tick_of[c])
+        return placed_effect(d_all[c].to_numpy(), placement.terms[c].half_width, threshold, 0.0, tick_of[c], between)
 
     if aa is not None:
         aa = copy_effect(aa_leg)
@@ -323,7 +318,7 @@ def _leg_row(case: str, leg: Leg, baseline: str, t: _CaseTerms, nbytes: dict[str
     else:
         own_bias = 0.0 if leg.has(Role.AA) else t.bias  # A/A copies are the evidence: shown as measured
         placement, tick = t.placement.terms[leg.name], t.tick_of[leg.name]
-        eff = placed_effect(t.d_all[leg.name].to_numpy(), t.placement_width(leg.name), t.threshold, own_bias, tick)
+        eff = placed_effect(t.d_all[leg.name].to_numpy(), placement.half_width, t.threshold, own_bias, tick, t.between)
         if t.distrust and not leg.has(Role.AA):
             eff = replace(eff, verdict=distrusted(eff.verdict))
         row.update(
@@ -396,15 +391,18 @@ def leg_effects(
     return table, summaries
 
 
-def placed_effect(d: np.ndarray, placement: float, threshold: float, bias: float = 0.0, tick: float = 0.0) -> S.Effect:
+def placed_effect(
+    d: np.ndarray, placement: float, threshold: float, bias: float = 0.0, tick: float = 0.0, between: float = 0.0
+) -> S.Effect:
     """The one computation of an effect from per-round log differences: Hodges–Lehmann with its
     exact interval, widened by the placement term (``placement``, log units: a half-width from
-    ``stats.case_placement``), by what the timer's rounding may bias
+    ``stats.case_placement``) and a known spread between fresh runs (``between``, log units:
+    ``stats.between_runs_half_width``), both in quadrature, by what the timer's rounding may bias
     (``tick``, log units: ``tick_bounds``) and by the case's bias bound (``bias``, log units; 0 where
     the A/A holds 0), and its verdict — BIASED where the A/A bound alone turns a FASTER or SLOWER
     into something else. The leg table, attribution and sweeps all call it, so one comparison
     prints one interval in every command."""
-    widened = S.with_bias_bound(S.with_placement(S.estimate(d), placement), tick)
+    widened = S.with_bias_bound(S.with_placement(S.estimate(d), float(np.hypot(placement, between))), tick)
     placed = S.with_verdict(widened, threshold)
     if bias <= 0:
         return placed
