@@ -10,6 +10,7 @@ from kprof.timer.kernel_time import (
     KERNEL_TIME_LABEL,
     MissingActivity,
     busy_ns,
+    merged_timer_labels,
     replay_busy,
     run_timer_label,
     wants_kernel_time,
@@ -65,3 +66,14 @@ def test_the_run_header_names_the_size_rule() -> None:
     assert run_timer_label("kernel-time", CUDA_LABEL, {}) == KERNEL_TIME_LABEL
     assert run_timer_label("auto", HOST_LABEL, INFO) == HOST_LABEL
     assert "not measured" in run_timer_label("auto", CUDA_LABEL, {})
+
+
+def test_fresh_runs_that_differ_only_in_their_threshold_name_the_timer_once() -> None:
+    at = [{"self_checks": {"event_overhead": {"kernel_time_below_ns": ns}}} for ns in (226_000, 243_000, 224_400)]
+    labels = [run_timer_label("auto", CUDA_LABEL, info) for info in at] + [HOST_LABEL, CUDA_LABEL]
+    assert merged_timer_labels(labels) == [
+        f"{KERNEL_TIME_LABEL} for cases under 224–243 µs, {CUDA_LABEL} above",
+        HOST_LABEL,
+        CUDA_LABEL,
+    ]
+    assert merged_timer_labels(labels[:1] * 3) == labels[:1]

@@ -21,6 +21,7 @@ from kprof.ingest.names import labelled
 from kprof.report.effects import EVERY_ROW, View, effect_text, hidden_notes, shown_rows
 from kprof.report.numbers import column_decimals, with_decimals
 from kprof.report.table import Column, Document, Table, records, verdict_cell
+from kprof.timer.kernel_time import merged_timer_labels
 
 
 def _calls(v: Any) -> str:
@@ -46,7 +47,7 @@ def note(c: Comparison) -> str:
         f"effect = 100·(t_A/t_B − 1), positive = B is faster; {samples}; {method}; verdicts after "
         "Benjamini–Hochberg within each table."
     )
-    if timers := list(dict.fromkeys([*c.a.timers, *c.b.timers])):  # host-clock runs say so
+    if timers := merged_timer_labels([*c.a.timers, *c.b.timers]):  # host-clock runs say so
         text += f" Timer: {'; '.join(timers)}."
     if c.control is not None:
         text += (

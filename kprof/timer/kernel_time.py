@@ -19,6 +19,7 @@ the replay's), so the launches' groups, ordered by start, alternate flush and re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -106,7 +107,30 @@ def run_timer_label(mode: str, events_label: str, timer_info: dict[str, Any]) ->
     below = _kernel_time_below(timer_info)
     if below is None:
         return f"{events_label}; no kernel times (the event overhead was not measured)"
-    return f"{KERNEL_TIME_LABEL} for cases under {below / 1e3:.0f} µs, {events_label} above"
+    return _split_label(f"{below / 1e3:.0f}", events_label)
+
+
+def _split_label(threshold_us: str, events_label: str) -> str:
+    return f"{KERNEL_TIME_LABEL} for cases under {threshold_us} µs, {events_label} above"
+
+
+_SPLIT_LABEL = re.compile(rf"{re.escape(KERNEL_TIME_LABEL)} for cases under (\d+) µs, (.+) above")
+
+
+def merged_timer_labels(labels: Iterable[str]) -> list[str]:
+    """The distinct timer labels of several runs, those that differ only in the size rule's threshold
+    (each run measures its own event overhead at start) told once with the thresholds' range: ten
+    fresh runs a side would otherwise repeat one sentence ten times."""
+    merged: dict[tuple[str, bool], list[int]] = {}  # (label, or a size rule's events label; a rule?) → thresholds
+    for label in labels:
+        rule = _SPLIT_LABEL.fullmatch(label)
+        thresholds = merged.setdefault((label, False) if rule is None else (rule[2], True), [])
+        if rule is not None:
+            thresholds.append(int(rule[1]))
+    return [
+        _split_label(f"{min(t)}–{max(t)}" if min(t) < max(t) else f"{t[0]}", key) if rule else key
+        for (key, rule), t in merged.items()
+    ]
 
 
 def wants_kernel_time(
