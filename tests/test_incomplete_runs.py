@@ -153,6 +153,7 @@ def test_a_run_whose_every_case_failed_exits_incomplete_in_one_line(tmp_path: Pa
     assert "Traceback" not in res.output
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_resume_times_again_a_round_whose_samples_part_does_not_read_back(tmp_path: Path) -> None:
     path = _workload(tmp_path)
     out = tmp_path / "run"

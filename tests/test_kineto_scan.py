@@ -88,6 +88,7 @@ def test_scanner_keeps_what_msgspec_keeps_on_recorded_traces(
         assert _kept(scanned) == kept, mode
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 @needs_scanner
 @pytest.mark.skipif(not REAL.is_dir(), reason="real traces of others are not in this checkout")
 def test_scanner_keeps_what_msgspec_keeps_on_real_traces(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -158,6 +158,7 @@ def test_cache_clean_is_refused_while_a_run_uses_the_cache(history) -> None:
     assert not made.path.exists() and str(made.path) not in _git(repo, "worktree", "list")
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_a_run_resumed_after_a_cache_clean_makes_its_trees_again(history, tmp_path: Path) -> None:
     from kprof.commands.run import start
     from kprof.engine.request import RunRequest

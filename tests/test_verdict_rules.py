@@ -33,6 +33,7 @@ def test_same_means_within_the_users_threshold() -> None:
     assert out["FASTER"] >= 0.35  # 1,000 runs: 43% (52% before the case's placement floor)
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_a_legs_verdict_does_not_depend_on_unrelated_legs() -> None:
     """The same samples with and without an unrelated 30%-slower leg give every other leg the same
     estimate and, but where the case's pooled placement floor moves, the same verdict (100 runs:
@@ -58,6 +59,7 @@ def test_a_legs_verdict_does_not_depend_on_unrelated_legs() -> None:
     assert lone["faster_rate"] >= 0.9
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_intervals_cover_the_truth_and_null_legs_are_rarely_called() -> None:
     rng = np.random.default_rng(4)
     for noise in (QUIET, NOISY):
@@ -235,6 +237,7 @@ def test_an_offset_of_the_whole_run_is_invisible_from_inside_it() -> None:
     )
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_a_spread_between_runs_told_to_the_run_puts_a_rerun_inside_its_rerun_interval() -> None:
     """The offset of the whole run above (SD 1% per leg's time, so 1.41% per leg's effect), passed
     as --between-runs: the rerun interval then holds the other run's estimate (250 pairs: 96.4%;
@@ -248,6 +251,7 @@ def test_a_spread_between_runs_told_to_the_run_puts_a_rerun_inside_its_rerun_int
     assert inside(1.41) >= 0.9 and inside(0.0) < 0.8
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_the_resolvable_effect_of_a_run_told_the_spread_between_runs_is_found_in_fresh_runs() -> None:
     """Every leg shifted by its run (SD 0.3%), each run told 0.42% (--between-runs): a true effect of
     the printed resolvable size is found in about 80% of fresh runs (400 runs: 76.8%, 79.9% of those
@@ -368,6 +372,7 @@ def test_compares_gate_with_a_control_and_four_processes_passes_equal_code_and_c
     assert bare["slower>1%"]["fail"] >= 0.5, bare
 
 
+@pytest.mark.slow  # several seconds on the 2-core machine: CI's slow step runs it
 def test_the_documented_ci_recipe_passes_equal_code_and_catches_two_percent() -> None:
     """The recipe docs/run.md gives: five fresh runs a side, `credibly-slower>1%`, no control.
     B's machine 0.5% slower, each leg shifted by its processes and by its run (SD 0.3% each, anew
