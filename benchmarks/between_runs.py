@@ -122,7 +122,10 @@ def main() -> None:
         f"{q.loc[0.9, 'se']:.3f}%, between-run component {q.loc[0.5, 'between']:.3f} / {q.loc[0.9, 'between']:.3f}%; "
         f"legs with a component: {(sd['between'] > 0).mean():.0%}"
     )
-    for control in [None] + ([a.control] if a.control else []):
+    timed_everywhere = all(a.control in r.index.get_level_values("leg") for r in runs)
+    if a.control and not timed_everywhere:
+        print(f"  no --control rows: the leg {a.control!r} is not timed in every run (a design without it)")
+    for control in [None] + ([a.control] if a.control and timed_everywhere else []):
         g = gate_outcomes(list(a.runs), a.gate_size, control)
         rows = g.pop("rows_slower")
         rules = "; ".join(f"{name}: fails {v['fail']:.0%}, undecided {v['undecided']:.0%}" for name, v in g.items())
