@@ -89,6 +89,9 @@ def main() -> None:
         # the printed rounds at which a leg with no effect reads SAME 80% of the time, then run at them
         "same_rounds_quiet": lambda: scenario_same_rounds(QUIET, 0.5, n, rng),
         "same_rounds_quiet_placement_0.1": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, 0.001),
+        # the first count printed where a placement spread or A/A bias is not beyond doubt ("if chance")
+        "same_rounds_quiet_if_chance": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, if_chance=True),
+        "same_rounds_quiet_placement_0.1_if_chance": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, 0.001, True),
         "true_1pct_noisy_16": lambda: scenario_same(1.0, NOISY, 16, 0.5, n, rng),
         "true_1pct_noisy_8": lambda: scenario_same(1.0, NOISY, 8, 0.5, n, rng),
         "lone_2pct_8_rounds": lambda: scenario_lone(2.0, 8, None, QUIET, 8, n, rng),

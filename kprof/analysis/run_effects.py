@@ -79,6 +79,10 @@ class CaseSummary:
     ticks: dict[str, float] = field(default_factory=dict)  # each leg's timer-rounding bias bound, log units
     distrust: str = ""  # why no verdict of this case stands: its baseline disagrees with its own A/A copy
     between_runs_pct: float = 0.0  # the known SD of a leg's effect between fresh runs, in every interval
+    # the rounds for SAME if the A/A's widening terms not beyond doubt (``doubtful``, in words) are chance;
+    # None where no such term changes the count
+    rounds_for_same_if_chance: int | None = None
+    doubtful: tuple[str, ...] = ()
 
     def tick(self, *legs: str) -> float:
         """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
@@ -189,6 +193,7 @@ class _CaseTerms:
     case_wide: bool  # every leg's placement spread is counted (stats.case_wide)
     between_pct: float = 0.0  # the known SD of a leg's effect between fresh runs (percent)
     distrust: str = ""
+    bias_beyond_doubt: float = 0.0  # the bias bound of copies whose intervals at level 1 − α/10 exclude 0
 
     @property
     def between(self) -> float:
@@ -249,6 +254,11 @@ def _case_terms(
         case_wide=S.case_wide(tested),
         between_pct=between_pct,
         distrust=baseline_distrust(baseline, own),
+        bias_beyond_doubt=bias_bound(
+            d_all, copies, tested, n_placements, tick_of, between_pct, S.ALPHA * S.FLOOR_ALPHA_SHARE
+        )
+        if bias > 0
+        else 0.0,
     )
 
 
@@ -272,6 +282,36 @@ def distrusted(verdict: str) -> str:
     return {"FASTER": "BIASED", "SLOWER": "BIASED", "SAME": "UNRESOLVED"}.get(verdict, verdict)
 
 
+def _rounds_for_same_if_chance(
+    t: _CaseTerms, aa_leg: str | None, widening: S.Widening
+) -> tuple[int | None, tuple[str, ...]]:
+    """The rounds for SAME of a fresh run were the A/A's widening terms that are not beyond doubt
+    chance, and those terms in words. Four buffer sets test a placement spread on three degrees
+    of freedom: a clean case counts one at p < PLACEMENT_ALPHA one run in five, and taken as true
+    it put "not even at 64 rounds" in 11.5% of quiet synthetic runs (200, seed 0) whose legs read
+    SAME from 6–9 rounds in most others. Beyond doubt: a spread the case counts for every leg
+    (stats.case_wide), a bias whose copy excludes 0 at level 1 − α/10. Dropped outright the terms
+    undershoot a real 0.1% spread (SAME 62.8%, not 80%, at the count), so both counts are printed."""
+    placement = (
+        ""
+        if t.case_wide or t.aa_placement.sigma <= 0
+        else f"placement spread ±{100 * math.expm1(t.aa_placement.sigma):.2f}%"
+    )
+    bias = "" if t.bias <= t.bias_beyond_doubt else f"A/A bias bound ±{100 * math.expm1(t.bias):.2f}%"
+    doubtful = tuple(term for term in (placement, bias) if term)
+    if not doubtful:
+        return None, ()
+    screened = S.Widening.of(
+        0.0 if placement else widening.sigma_p,
+        widening.placements,
+        t.bias_beyond_doubt + t.tick_of.get(aa_leg or "", 0.0),
+        widening.case_wide,
+        widening.legs,
+        widening.between,
+    )
+    return S.rounds_for_same(t.sigma, t.threshold, widening=screened), doubtful
+
+
 def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samples: pd.DataFrame) -> CaseSummary:
     """The A/A gate and the resolution of a case: the resolvable effect and the rounds for SAME of
     the interval a leg like the A/A prints."""
@@ -280,6 +320,8 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     widening = S.Widening.of(t.aa_placement.sigma, t.n_placements, bound, t.case_wide, t.placement.legs, t.between)
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
+    rounds_for_same = S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None
+    if_chance, doubtful = _rounds_for_same_if_chance(t, aa_leg, widening) if measured else (None, ())
     return CaseSummary(
         case=case,
         rounds=n,
@@ -289,7 +331,9 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         threshold_pct=100 * (np.exp(t.threshold) - 1),
         aa=t.aa,
         quantum_ns=t.quantum,
-        rounds_for_same=S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None,
+        rounds_for_same=rounds_for_same,
+        rounds_for_same_if_chance=if_chance if if_chance != rounds_for_same else None,
+        doubtful=doubtful if if_chance != rounds_for_same else (),
         fewest_rounds=S.fewest_rounds(max(swept, 1)),
         placement_pct=100 * (np.exp(t.aa_placement.sigma) - 1),
         pooled_placement_pct=100 * (np.exp(t.placement.pooled) - 1),
@@ -481,6 +525,7 @@ def bias_bound(
     placements: int = 0,
     ticks: dict[str, float] | None = None,
     between_pct: float = 0.0,
+    level: float = S.ALPHA,
 ) -> float:
     """The bias the A/A copies show (log units): 0 when every copy's interval at level 1 − α/k (k
     copies: Bonferroni) holds 0, else the largest far end from 0 of the intervals that exclude it.
@@ -493,8 +538,9 @@ def bias_bound(
 
     Why a bound and not a veto: an A/A discrepancy is evidence of a bias of about its size. The veto
     (every leg BIASED) silenced a +226% effect over a 0.008-point A/A in one H200 run of four, and, on
-    synthetic runs, a true +200% effect in 2.4–5.7% of clean runs; the bound quotes them."""
-    alpha = S.ALPHA / max(len(copies), 1)
+    synthetic runs, a true +200% effect in 2.4–5.7% of clean runs; the bound quotes them. ``level``:
+    the family's α (a stricter one tells a bias beyond doubt, for the rounds-for-SAME forecast)."""
+    alpha = level / max(len(copies), 1)
     terms = S.case_placement(spreads or {}, placements, alpha).terms
     bound = 0.0
     between = S.between_runs_half_width(between_pct, alpha=alpha)

@@ -192,16 +192,26 @@ def scenario_mde(
 
 
 def scenario_same_rounds(
-    noise: Noise, threshold_pct: float, runs: int, rng: np.random.Generator, placement_sigma: float = 0.0
+    noise: Noise,
+    threshold_pct: float,
+    runs: int,
+    rng: np.random.Generator,
+    placement_sigma: float = 0.0,
+    if_chance: bool = False,
 ) -> dict:
     """The printed rounds at which a leg with no effect reads SAME 80% of the time (its median over
-    pilot runs of 16 rounds): how often a null leg is SAME when run at that many rounds."""
+    pilot runs of 16 rounds): how often a null leg is SAME when run at that many rounds. With
+    ``if_chance`` the first count printed: the rounds were the terms not beyond doubt chance."""
 
     def one(rounds: int) -> tuple[pd.DataFrame, CaseSummary]:
         return run_placed({"x": 0.0}, noise, rounds, threshold_pct, rng, placement_sigma)
 
     never = 1 << 30  # "not even at 64 rounds"
-    pilots = sorted(one(16)[1].rounds_for_same or never for _ in range(max(runs // 4, 1)))
+
+    def printed(s: CaseSummary) -> int:
+        return (s.rounds_for_same_if_chance if if_chance else None) or s.rounds_for_same or never
+
+    pilots = sorted(printed(one(16)[1]) for _ in range(max(runs // 4, 1)))
     rounds = pilots[len(pilots) // 2]  # a median that is one of them: never half "not even at 64"
     if rounds >= never:
         return {"printed_rounds": None, "same_rate": float("nan")}
