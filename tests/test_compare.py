@@ -305,6 +305,17 @@ def test_fresh_runs_measure_the_spread_a_single_pair_is_then_told(tmp_path: Path
     assert refused.exit_code == 2 and "--between-runs: is for one run folder a side" in refused.stderr
 
 
+def test_a_side_whose_runs_agree_is_told_it_needs_no_between_runs_term() -> None:
+    """Ten H200 runs of copy pr agreed within each run's interval: "--between-runs 0.00 carries it"
+    told the user to pass an option that adds nothing."""
+    from kprof.report.compare_report import spread_line
+
+    quiet = spread_line({"side": "base", "runs": 5, "legs": 2, "sd_pct": 0.001})
+    assert quiet.endswith("one run's intervals need no --between-runs") and "±" not in quiet
+    moved = spread_line({"side": "base", "runs": 5, "legs": 2, "sd_pct": 0.3})
+    assert "varies by ±0.30% SD" in moved and moved.endswith("--between-runs 0.30 carries it into one run's intervals")
+
+
 @pytest.mark.slow  # two passes over six splits of stored runs
 def test_the_stored_runs_gate_check_passes_identical_code_and_fails_a_planted_leg() -> None:
     """benchmarks/gate_stored_runs.py on four stored H200 runs of one command: every split of

@@ -81,10 +81,16 @@ def spread_between_runs(side: Side) -> dict[str, Any] | None:
 
 
 def spread_line(spread: dict[str, Any]) -> str:
+    where = f"between the {spread['runs']} fresh runs of {spread['side']}"
+    if round(spread["sd_pct"], 2) == 0:  # what --between-runs 0.00 would add: nothing
+        return (
+            f"{where}: a leg's effect against its baseline varies no more than each run's interval allows for "
+            f"(pooled over {spread['legs']} legs); one run's intervals need no --between-runs"
+        )
     return (
-        f"between the {spread['runs']} fresh runs of {spread['side']}: a leg's effect against its baseline varies "
-        f"by ±{spread['sd_pct']:.2f}% SD beyond what each run's interval allows for (pooled over {spread['legs']} "
-        f"legs); --between-runs {spread['sd_pct']:.2f} carries it into one run's intervals"
+        f"{where}: a leg's effect against its baseline varies by ±{spread['sd_pct']:.2f}% SD beyond what each "
+        f"run's interval allows for (pooled over {spread['legs']} legs); --between-runs {spread['sd_pct']:.2f} "
+        "carries it into one run's intervals"
     )
 
 
