@@ -26,6 +26,7 @@ from kprof.analysis.simulation import (
     scenario_gate_runs,
     scenario_lone,
     scenario_mde,
+    scenario_printed_counts,
     scenario_rerun,
     scenario_same,
     scenario_same_rounds,
@@ -87,6 +88,7 @@ def main() -> None:
         "mde_found_quiet_16_run_0.3_told_0.42": lambda: scenario_mde(QUIET, 16, 0.5, n, rng, 0.0, 0.003, 0.42),
         "mde_found_noisy_16_run_0.3_told_0.42": lambda: scenario_mde(NOISY, 16, 0.5, n, rng, 0.0, 0.003, 0.42),
         # the printed rounds at which a leg with no effect reads SAME 80% of the time, then run at them
+        "printed_counts_quiet": lambda: scenario_printed_counts(QUIET, 0.5, n, rng),
         "same_rounds_quiet": lambda: scenario_same_rounds(QUIET, 0.5, n, rng),
         "same_rounds_quiet_placement_0.1": lambda: scenario_same_rounds(QUIET, 0.5, n, rng, 0.001),
         # the first count printed where a placement spread or A/A bias is not beyond doubt ("if chance")

@@ -219,6 +219,25 @@ def scenario_same_rounds(
     return {"printed_rounds": rounds, "same_rate": float(np.mean([v == "SAME" for v in verdicts]))}
 
 
+def scenario_printed_counts(noise: Noise, threshold_pct: float, runs: int, rng: np.random.Generator) -> dict:
+    """How the rounds for SAME printed by runs of one scenario (16 rounds, a null leg) spread: the
+    share in each band, for the count with every term taken as true and for the first count printed
+    (terms not beyond doubt taken as chance)."""
+    bands = {"6-9": (6, 9), "10-15": (10, 15), "16-64": (16, 64)}
+    summaries = [run_placed({"x": 0.0}, noise, 16, threshold_pct, rng, 0.0)[1] for _ in range(runs)]
+
+    def shares(counts: list[int | None]) -> dict[str, float]:
+        out = {
+            band: float(np.mean([c is not None and lo <= c <= hi for c in counts])) for band, (lo, hi) in bands.items()
+        }
+        return out | {"none": float(np.mean([c is None for c in counts]))}
+
+    return {
+        "every_term_true": shares([s.rounds_for_same for s in summaries]),
+        "first_count": shares([s.rounds_for_same_if_chance or s.rounds_for_same for s in summaries]),
+    }
+
+
 def scenario_same(
     true_pct: float, noise: Noise, rounds: int, threshold_pct: float, runs: int, rng: np.random.Generator
 ) -> dict:
