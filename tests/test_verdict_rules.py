@@ -492,6 +492,21 @@ def test_a_count_resting_on_a_term_not_beyond_doubt_is_given_both_ways() -> None
     assert _same_rounds(clean) == f"a leg with no effect reads SAME 80% of the time from {clean.rounds_for_same} rounds"
 
 
+def test_a_case_that_placement_keeps_from_same_says_so_and_what_narrows_it() -> None:
+    """H200 runs whose legs' placement spreads pooled to ±0.4–1% said "not even at 64 rounds (noise
+    or placement)"; rounds do not average where buffers lie, so the footer names placement and the
+    option that narrows its term, and a clean case does not."""
+    from kprof.report.run_report import _same_rounds, aa_records
+
+    rng = np.random.default_rng(3)
+    placed = [sim.run_placed({"x": 0.0}, QUIET, 16, 0.5, rng, 0.004)[1] for _ in range(4)]  # SD 0.4% a set
+    s = next(s for s in placed if s.rounds_for_same is None)
+    assert s.placement_in_the_way and aa_records({s.case: s})[0]["placement_in_the_way"] is True
+    assert _same_rounds(s).endswith("(placement); more buffer sets narrow the placement term (--buffer-sets)")
+    clean = sim.run_placed({"x": 0.0}, QUIET, 16, 0.5, rng, 0.0)[1]
+    assert not clean.placement_in_the_way and "--buffer-sets" not in _same_rounds(clean)
+
+
 @pytest.mark.slow  # 250 simulated runs (15 s): CI's slow step runs it
 def test_the_first_count_delivers_where_its_terms_are_chance() -> None:
     """Run at the median first count of quiet clean runs (their terms chance), a null leg reads

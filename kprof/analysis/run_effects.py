@@ -83,6 +83,7 @@ class CaseSummary:
     # None where no such term changes the count
     rounds_for_same_if_chance: int | None = None
     doubtful: tuple[str, ...] = ()
+    placement_in_the_way: bool = False  # no rounds reach SAME, and the placement term is why (more buffer sets help)
 
     def tick(self, *legs: str) -> float:
         """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
@@ -312,6 +313,17 @@ def _rounds_for_same_if_chance(
     return S.rounds_for_same(t.sigma, t.threshold, widening=screened), doubtful
 
 
+def _placement_stands_in_the_way(t: _CaseTerms, widening: S.Widening) -> bool:
+    """Whether the case's placement term is what keeps a leg with no effect from SAME: no number of
+    rounds up to 64 reaches it, yet one would with that term left out. Rounds do not average where
+    the buffers lie, more buffer sets do (the term is t(K−1)·σ_p/√K); H200 runs whose legs' spreads
+    pooled to ±0.4–1% left no interval inside ±0.5% at four sets."""
+    if t.n_placements < 2 or (widening.sigma_p <= 0 and not widening.legs):
+        return False
+    without = S.Widening(bound=widening.bound, between=widening.between)
+    return S.rounds_for_same(t.sigma, t.threshold, widening=without) is not None
+
+
 def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samples: pd.DataFrame) -> CaseSummary:
     """The A/A gate and the resolution of a case: the resolvable effect and the rounds for SAME of
     the interval a leg like the A/A prints."""
@@ -321,6 +333,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     measured = t.aa is not None
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     rounds_for_same = S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None
+    in_the_way = measured and rounds_for_same is None and _placement_stands_in_the_way(t, widening)
     if_chance, doubtful = _rounds_for_same_if_chance(t, aa_leg, widening) if measured else (None, ())
     return CaseSummary(
         case=case,
@@ -334,6 +347,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         rounds_for_same=rounds_for_same,
         rounds_for_same_if_chance=if_chance if if_chance != rounds_for_same else None,
         doubtful=doubtful if if_chance != rounds_for_same else (),
+        placement_in_the_way=in_the_way,
         fewest_rounds=S.fewest_rounds(max(swept, 1)),
         placement_pct=100 * (np.exp(t.aa_placement.sigma) - 1),
         pooled_placement_pct=100 * (np.exp(t.placement.pooled) - 1),

@@ -62,16 +62,23 @@ def _same_rounds(s: CaseSummary) -> str:
     """How many rounds would let a leg with no effect read SAME, at this case's noise and placement."""
     if s.aa is None:
         return "rounds for SAME: unknown (no A/A)"
+    more = "; more buffer sets narrow the placement term (--buffer-sets)" if s.placement_in_the_way else ""
     if s.rounds_for_same is None and s.rounds_for_same_if_chance is None:
-        why = "noise, placement or the spread between runs" if s.between_runs_pct > 0 else "noise or placement"
-        return f"a leg with no effect does not read SAME 80% of the time even at 64 rounds ({why})"
+        why = (
+            "placement"  # without its term some number of rounds would do
+            if s.placement_in_the_way
+            else "noise, placement or the spread between runs"
+            if s.between_runs_pct > 0
+            else "noise or placement"
+        )
+        return f"a leg with no effect does not read SAME 80% of the time even at 64 rounds ({why}){more}"
     if s.rounds_for_same_if_chance is None:
         return f"a leg with no effect reads SAME 80% of the time from {s.rounds_for_same} rounds"
     real = "not even at 64 rounds" if s.rounds_for_same is None else f"from {s.rounds_for_same} rounds"
     return (
         f"a leg with no effect reads SAME 80% of the time from {s.rounds_for_same_if_chance} rounds if this "
         f"run's {' and '.join(s.doubtful)} {'is' if len(s.doubtful) == 1 else 'are'} chance (not beyond doubt), "
-        f"{real} if real"
+        f"{real} if real{more}"
     )
 
 
@@ -454,6 +461,7 @@ def aa_records(summaries: dict[str, CaseSummary]) -> list[dict[str, Any]]:
             "rounds_for_same": s.rounds_for_same,
             "rounds_for_same_if_chance": s.rounds_for_same_if_chance,
             "doubtful": list(s.doubtful),
+            "placement_in_the_way": s.placement_in_the_way,
             "distrust": s.distrust,
         }
         for s in summaries.values()
