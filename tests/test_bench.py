@@ -83,6 +83,7 @@ def test_any_python_value_is_an_output_compared_for_equality(tmp_path: Path) -> 
     assert any(row["leg"] == "baseline (A/A)" for row in report["legs"])  # the same value passes it
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_the_report_says_which_output_check_ran(tmp_path: Path) -> None:
     """With a float64 reference, without one, and with a call that returns nothing."""
     head = (

@@ -136,6 +136,7 @@ class Seen(Exception):
     """Stops a case right after the added stage saw it (its rounds are not the point here)."""
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_a_stage_added_in_one_place_runs_in_every_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One stage appended after preparation, in kprof.engine.case alone, is run by a workload's
     worker, by a revision run's hosts and by a whole program's runner, each with what its

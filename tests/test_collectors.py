@@ -201,6 +201,7 @@ def test_whole_program_under_nsys_finds_a_planted_slowdown_per_step(tmp_path: Pa
     assert len(list((tmp_path / "run" / "traces").glob("*.sqlite"))) == 3 * 9
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_quiet_leaves_only_where_the_run_is_stored_on_stderr(tmp_path: Path, monkeypatch) -> None:
     """-q/--quiet: no phase or round lines (a pipe gets one per round otherwise), the result as ever."""
     monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")

@@ -184,6 +184,7 @@ def test_compare_errors() -> None:
         assert res.exit_code == 2 and res.stderr.count("\n") == 1 and word in res.stderr, (args, res.stderr)
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_a_control_leg_takes_a_machine_wide_shift_out(tmp_path: Path) -> None:
     """B's machine is 1% slower for every leg and leg x is a further 3% slower: alone, every leg is
     SLOWER; against the control leg, the shift shows on the CONTROL row and only x is SLOWER."""
@@ -283,6 +284,7 @@ def test_a_side_of_one_run_cannot_be_judged_between_runs(tmp_path: Path) -> None
         assert "1 and 3 fresh run(s) a side: judging between runs needs at least 2 a side" in res.stderr
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_fresh_runs_measure_the_spread_a_single_pair_is_then_told(tmp_path: Path) -> None:
     """A side of fresh runs says how far a leg's effect moves between them beyond each run's own
     interval (each leg's time here moves by SD 0.5% per run, so an effect by 0.71%); that figure,

@@ -139,6 +139,7 @@ def test_a_case_killed_twice_from_outside_fails_alone_and_resume_times_it_with_e
     assert {(row["case"], row["leg"]) for row in resumed["legs"]} >= {("n2048", "killed"), ("n1024", "killed")}
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_a_run_whose_every_case_failed_exits_incomplete_in_one_line(tmp_path: Path) -> None:
     path = _workload(tmp_path)
     (tmp_path / "marks" / "kill-n1024").touch()

@@ -8,6 +8,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from kprof.commands.trace import run_trace
 from kprof.ingest.load import load_traces
 from tests.conftest import real
@@ -16,6 +18,7 @@ from tests.kineto_events import kernel, launch, step, write_trace
 MERGED = "kineto_rocm_4ranks_merged_tracelens_amd_hpctraining.json.gz"
 
 
+@pytest.mark.slow  # 5–12 s on the 2-core machine: CI's slow step runs it
 def test_tracelens_merged_file_gives_four_ranks_with_their_own_steps() -> None:
     path = real(MERGED)
     doc = json.loads(gzip.decompress(path.read_bytes()))
