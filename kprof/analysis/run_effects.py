@@ -85,6 +85,11 @@ class CaseSummary:
     doubtful: tuple[str, ...] = ()
     placement_in_the_way: bool = False  # no rounds reach SAME, and the placement term is why (more buffer sets help)
 
+    @property
+    def first_rounds_for_same(self) -> int | None:
+        """The count the footer gives first: the one were the doubtful terms chance, where there is one."""
+        return self.rounds_for_same_if_chance or self.rounds_for_same
+
     def tick(self, *legs: str) -> float:
         """The rounding bias bound of a comparison of ``legs`` (log units): the sum of theirs."""
         return sum(self.ticks.get(leg, 0.0) for leg in legs)
@@ -284,11 +289,13 @@ def distrusted(verdict: str) -> str:
 
 
 def _rounds_for_same_if_chance(
-    t: _CaseTerms, aa_leg: str | None, widening: S.Widening
+    t: _CaseTerms, aa_leg: str | None, widening: S.Widening, rounds_for_same: int | None
 ) -> tuple[int | None, tuple[str, ...]]:
     """The rounds for SAME of a fresh run were the A/A's widening terms that are not beyond doubt
-    chance, and those terms in words. Four buffer sets test a placement spread on three degrees
-    of freedom: a clean case counts one at p < PLACEMENT_ALPHA one run in five, and taken as true
+    chance, and those terms in words; (None, ()) where there are none or they do not change
+    ``rounds_for_same``, the count with every term taken as true. Four buffer sets test a
+    placement spread on three degrees of freedom: a clean case counts one at p < PLACEMENT_ALPHA
+    one run in five, and taken as true
     it put "not even at 64 rounds" in 11.5% of quiet synthetic runs (200, seed 0) whose legs read
     SAME from 6–9 rounds in most others. Beyond doubt: a spread the case counts for every leg
     (stats.case_wide), a bias whose copy excludes 0 at level 1 − α/10. Dropped outright the terms
@@ -310,7 +317,8 @@ def _rounds_for_same_if_chance(
         widening.legs,
         widening.between,
     )
-    return S.rounds_for_same(t.sigma, t.threshold, widening=screened), doubtful
+    if_chance = S.rounds_for_same(t.sigma, t.threshold, widening=screened)
+    return (None, ()) if if_chance == rounds_for_same else (if_chance, doubtful)
 
 
 def _placement_stands_in_the_way(t: _CaseTerms, widening: S.Widening) -> bool:
@@ -334,7 +342,7 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
     mde = S.minimum_detectable_effect(t.sigma, n, t.threshold, widening=widening) if measured else float("inf")
     rounds_for_same = S.rounds_for_same(t.sigma, t.threshold, widening=widening) if measured else None
     in_the_way = measured and rounds_for_same is None and _placement_stands_in_the_way(t, widening)
-    if_chance, doubtful = _rounds_for_same_if_chance(t, aa_leg, widening) if measured else (None, ())
+    if_chance, doubtful = _rounds_for_same_if_chance(t, aa_leg, widening, rounds_for_same) if measured else (None, ())
     return CaseSummary(
         case=case,
         rounds=n,
@@ -345,8 +353,8 @@ def _case_summary(case: str, t: _CaseTerms, aa_leg: str | None, swept: int, samp
         aa=t.aa,
         quantum_ns=t.quantum,
         rounds_for_same=rounds_for_same,
-        rounds_for_same_if_chance=if_chance if if_chance != rounds_for_same else None,
-        doubtful=doubtful if if_chance != rounds_for_same else (),
+        rounds_for_same_if_chance=if_chance,
+        doubtful=doubtful,
         placement_in_the_way=in_the_way,
         fewest_rounds=S.fewest_rounds(max(swept, 1)),
         placement_pct=100 * (np.exp(t.aa_placement.sigma) - 1),

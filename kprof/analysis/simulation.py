@@ -209,7 +209,7 @@ def scenario_same_rounds(
     never = 1 << 30  # "not even at 64 rounds"
 
     def printed(s: CaseSummary) -> int:
-        return (s.rounds_for_same_if_chance if if_chance else None) or s.rounds_for_same or never
+        return (s.first_rounds_for_same if if_chance else s.rounds_for_same) or never
 
     pilots = sorted(printed(one(16)[1]) for _ in range(max(runs // 4, 1)))
     rounds = pilots[len(pilots) // 2]  # a median that is one of them: never half "not even at 64"
@@ -234,7 +234,7 @@ def scenario_printed_counts(noise: Noise, threshold_pct: float, runs: int, rng: 
 
     return {
         "every_term_true": shares([s.rounds_for_same for s in summaries]),
-        "first_count": shares([s.rounds_for_same_if_chance or s.rounds_for_same for s in summaries]),
+        "first_count": shares([s.first_rounds_for_same for s in summaries]),
     }
 
 
